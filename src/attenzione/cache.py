@@ -1,0 +1,116 @@
+"""The decoder's key/value cache for incremental decoding.
+
+Generating token t with a plain forward pass re-runs the decoder over the whole prefix
+0..t, so T tokens cost O(T²) decoder work. But keys and values of earlier positions never
+change (causal masking means position j never sees what comes after it), so we keep them:
+
+* **self-attention**: per decoder layer, K and V of every position generated so far. Each step
+  projects only the new token and writes its K/V at position ``length``. The buffers are
+  preallocated for ``capacity`` positions (doubling if exceeded), so a step does not copy
+  the whole history as ``torch.cat`` would.
+* **cross-attention**: per decoder layer, K and V of the encoder memory, computed once per
+  source batch, since the memory does not change while decoding.
+
+The cache is an explicit object, passed into :meth:`Transformer.decode` and returned by it —
+never hidden state on a module — so two translations can never see each other's keys.
+:meth:`reorder` selects (and repeats) batch rows: beam search uses it to follow the surviving
+hypotheses, and greedy decoding to drop finished sentences from the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch import Tensor
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's tensors. Self K/V buffers: (B,H,capacity,Dh); cross K/V: (B,H,S,Dh)."""
+
+    cross_k: Tensor
+    cross_v: Tensor
+    self_k: Tensor | None = None
+    self_v: Tensor | None = None
+
+
+@dataclass
+class KVCache:
+    """K/V of every decoder layer, plus the source mask the cross-attention needs.
+
+    Attributes:
+        layers: one :class:`LayerCache` per decoder layer.
+        memory_mask: (B,1,1,S) bool, True where the source token is real.
+        length: number of target positions already cached (the next token's position).
+        capacity: preallocated self-attention positions.
+    """
+
+    layers: list[LayerCache]
+    memory_mask: Tensor
+    length: int = 0
+    capacity: int = 64
+    _pending: int = field(default=0, repr=False)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.memory_mask.shape[0])
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the new (B,H,t,Dh) keys/values of ``layer``; return all keys/values so far.
+
+        Every layer appends the same t new positions during one decode call; ``length``
+        advances once all of them did (see :meth:`advance`).
+        """
+        lc = self.layers[layer]
+        t = k.shape[2]
+        end = self.length + t
+        if lc.self_k is None or lc.self_v is None:
+            b, h, _, dh = k.shape
+            cap = max(self.capacity, end)
+            lc.self_k = k.new_empty(b, h, cap, dh)
+            lc.self_v = v.new_empty(b, h, cap, v.shape[-1])
+        elif end > lc.self_k.shape[2]:
+            cap = max(2 * lc.self_k.shape[2], end)
+            lc.self_k = _grow(lc.self_k, cap, self.length)
+            lc.self_v = _grow(lc.self_v, cap, self.length)
+        lc.self_k[:, :, self.length : end] = k
+        lc.self_v[:, :, self.length : end] = v
+        self._pending = t
+        return lc.self_k[:, :, :end], lc.self_v[:, :, :end]  # views (B,H,length+t,Dh)
+
+    def advance(self) -> None:
+        """Mark the positions appended during this decode call as cached."""
+        self.length += self._pending
+        self._pending = 0
+
+    def reorder(self, indices: Tensor) -> KVCache:
+        """Keep batch rows ``indices`` (a 1-D long tensor; may repeat or drop rows). In place.
+
+        Beam search calls it with the parent of each surviving hypothesis; greedy decoding
+        calls it with the rows of unfinished sentences to shrink the batch.
+        """
+        for lc in self.layers:
+            lc.cross_k = lc.cross_k.index_select(0, indices)
+            lc.cross_v = lc.cross_v.index_select(0, indices)
+            if lc.self_k is not None and lc.self_v is not None:
+                # Only the filled part is copied; the rest is reallocated lazily by append().
+                lc.self_k = _select_prefix(lc.self_k, indices, self.length)
+                lc.self_v = _select_prefix(lc.self_v, indices, self.length)
+        self.memory_mask = self.memory_mask.index_select(0, indices)
+        return self
+
+
+def _grow(buf: Tensor, capacity: int, filled: int) -> Tensor:
+    """A (B,H,capacity,Dh) buffer holding the first ``filled`` positions of ``buf``."""
+    b, h, _, dh = buf.shape
+    new = buf.new_empty(b, h, capacity, dh)
+    new[:, :, :filled] = buf[:, :, :filled]
+    return new
+
+
+def _select_prefix(buf: Tensor, indices: Tensor, filled: int) -> Tensor:
+    """Rows ``indices`` of ``buf`` with its capacity kept, copying only the filled prefix."""
+    b, h, cap, dh = buf.shape
+    new = buf.new_empty(indices.shape[0], h, cap, dh)
+    new[:, :, :filled] = buf[:, :, :filled].index_select(0, indices)
+    return new

@@ -1,0 +1,24 @@
+"""The command line: the only place that reads argv and prints.
+
+Each command group lives in its own module and is registered here; heavy imports (torch,
+matplotlib) happen inside the commands so ``attenzione --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from attenzione.cli import embeddings
+
+app = typer.Typer(
+    name="attenzione",
+    help="Translate English→Italian, train your own model, and see its attention.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(embeddings.app, name="embeddings")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,186 @@
+"""Configuration: frozen dataclasses that travel with every checkpoint.
+
+Why frozen dataclasses rather than dicts or argparse namespaces: a model's shape is decided
+once, validated once, written to ``config.json`` beside the weights and read back unchanged.
+Every field has the paper's name (``d_model``, ``n_heads``, ``d_head``, ``d_ff``) and every bad
+value is rejected with a ``ValueError`` that names it.
+
+The one deliberate departure from the 2017 paper is that ``d_head`` is independent of
+``d_model`` (seed 000): W^Q, W^K, W^V are d_model × (n_heads·d_head) and W^O maps back, so a
+50-d GloVe model can run 4 heads of 16 even though 4 does not divide 50.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+Positions = Literal["sinusoidal", "learned"]
+NormPlacement = Literal["post", "pre"]
+
+_T = TypeVar("_T")
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ValueError(message)
+
+
+def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
+    """Build ``cls`` from a dict, naming unknown keys instead of failing with a TypeError."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown {cls.__name__} field(s) {unknown}; allowed fields are {sorted(known)}"
+        )
+    return cls(**data)
+
+
+class _JsonMixin:
+    """JSON round-trip shared by all configs: ``to_dict``/``from_dict``/``save``/``load``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload,no-any-return]
+
+    @classmethod
+    def from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
+        return _from_dict(cls, data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls: type[_T], text: str) -> _T:
+        return _from_dict(cls, json.loads(text))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls: type[_T], path: str | Path) -> _T:
+        return _from_dict(cls, json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class ModelConfig(_JsonMixin):
+    """Shape of an encoder–decoder Transformer.
+
+    ``src_embed_dim`` is the width of the source token vectors before they enter the model: it
+    equals ``d_model`` unless pretrained vectors of another size (GloVe 100 d into a 256-d model,
+    say) are used, in which case a learned linear projection maps them to ``d_model``.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 256
+    n_heads: int = 4
+    d_head: int = 64
+    d_ff: int = 1024
+    n_enc_layers: int = 3
+    n_dec_layers: int = 3
+    dropout: float = 0.1
+    attn_dropout: float = 0.0
+    max_len: int = 256
+    positions: Positions = "sinusoidal"
+    norm: NormPlacement = "post"
+    tie_embeddings: bool = False
+    share_src_tgt_embeddings: bool = False
+    src_embed_dim: int | None = None
+    freeze_src_embeddings: bool = False
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    unk_id: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_head", "d_ff"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and value > 0, f"{name} must be a positive int, got {value!r}")
+        for name in ("n_enc_layers", "n_dec_layers"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and value >= 1, f"{name} must be >= 1, got {value!r}")
+        for name in ("dropout", "attn_dropout"):
+            value = getattr(self, name)
+            _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}")
+        _check(self.max_len >= 2, f"max_len must be >= 2, got {self.max_len!r}")
+        _check(
+            self.positions in ("sinusoidal", "learned"),
+            f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}",
+        )
+        _check(self.norm in ("post", "pre"), f"norm must be 'post' or 'pre', got {self.norm!r}")
+        if self.src_embed_dim is not None:
+            _check(
+                self.src_embed_dim > 0,
+                f"src_embed_dim must be positive or None, got {self.src_embed_dim!r}",
+            )
+        specials = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+        _check(
+            len(set(specials.values())) == 3,
+            f"pad_id, bos_id and eos_id must differ, got {specials}",
+        )
+        smallest = min(self.src_vocab_size, self.tgt_vocab_size)
+        for name, value in {**specials, "unk_id": self.unk_id}.items():
+            _check(
+                0 <= value < smallest,
+                f"{name}={value} is outside the vocabularies (sizes {self.src_vocab_size}, "
+                f"{self.tgt_vocab_size})",
+            )
+        if self.share_src_tgt_embeddings:
+            _check(
+                self.src_vocab_size == self.tgt_vocab_size,
+                "share_src_tgt_embeddings needs src_vocab_size == tgt_vocab_size, got "
+                f"{self.src_vocab_size} and {self.tgt_vocab_size}",
+            )
+            _check(
+                self.src_embed_dim in (None, self.d_model),
+                "share_src_tgt_embeddings needs src_embed_dim == d_model",
+            )
+
+    @property
+    def inner_dim(self) -> int:
+        """Width of the concatenated heads, n_heads × d_head (seed 000's A·d_head)."""
+        return self.n_heads * self.d_head
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class DecodeConfig(_JsonMixin):
+    """How to turn a source sentence into a target one.
+
+    ``max_len_a * src_len + max_len_b`` caps the number of generated tokens (fairseq's
+    convention), never more than the model's ``max_len``.
+    """
+
+    method: Literal["greedy", "sample", "beam"] = "beam"
+    beam_size: int = 4
+    length_penalty: float = 1.0
+    n_best: int = 1
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+
+    def __post_init__(self) -> None:
+        _check(
+            self.method in ("greedy", "sample", "beam"),
+            f"method must be 'greedy', 'sample' or 'beam', got {self.method!r}",
+        )
+        _check(self.beam_size >= 1, f"beam_size must be >= 1, got {self.beam_size}")
+        _check(
+            1 <= self.n_best <= max(1, self.beam_size) or self.method != "beam",
+            f"n_best must be between 1 and beam_size ({self.beam_size}), got {self.n_best}",
+        )
+        _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        _check(self.top_k >= 0, f"top_k must be >= 0 (0 = off), got {self.top_k}")
+        _check(0.0 < self.top_p <= 1.0, f"top_p must be in (0, 1], got {self.top_p}")
+        _check(self.length_penalty >= 0, f"length_penalty must be >= 0, got {self.length_penalty}")
+        _check(self.max_len_a >= 0, f"max_len_a must be >= 0, got {self.max_len_a}")
+        _check(self.max_len_b >= 1, f"max_len_b must be >= 1, got {self.max_len_b}")

@@ -1,0 +1,151 @@
+"""Encoder and decoder layers (seed 004): attention, feed-forward, residual + LayerNorm.
+
+Each sub-layer is wrapped as the paper does (post-norm, the default, as in the seeds)::
+
+    x = LayerNorm(x + Dropout(sublayer(x)))
+
+or, with ``norm="pre"``, as most modern code does::
+
+    x = x + Dropout(sublayer(LayerNorm(x)))
+
+Pre-norm trains more stably without warm-up tricks; post-norm matches the paper. The stacks
+in :mod:`attenzione.model` add a final LayerNorm in the pre-norm case.
+
+Attention weights, when requested, are returned upward — never stored on ``self``.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attenzione.attention import MultiHeadAttention
+from attenzione.cache import KVCache
+from attenzione.config import ModelConfig
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN: max(0, x W1 + b1) W2 + b2. (B,L,D) → (B,L,F) → (B,L,D)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = dropout
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.relu(self.linear1(x))  # (B,L,F)
+        h = F.dropout(h, p=self.dropout, training=self.training)
+        out: Tensor = self.linear2(h)
+        return out
+
+
+class _Residual(nn.Module):
+    """Residual connection + LayerNorm, post- or pre-norm (see the module docstring)."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = dropout
+        self.pre_norm = pre_norm
+
+    def inner(self, x: Tensor) -> Tensor:
+        """What the sub-layer sees: LN(x) for pre-norm, x itself for post-norm."""
+        out: Tensor = self.norm(x) if self.pre_norm else x
+        return out
+
+    def outer(self, x: Tensor, sub: Tensor) -> Tensor:
+        """Combine the input with the sub-layer's output ``sub``."""
+        y = x + F.dropout(sub, p=self.dropout, training=self.training)
+        out: Tensor = y if self.pre_norm else self.norm(y)
+        return out
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention over the source, then the feed-forward network."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        pre = cfg.norm == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_head, cfg.attn_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.res_attn = _Residual(cfg.d_model, cfg.dropout, pre)
+        self.res_ffn = _Residual(cfg.d_model, cfg.dropout, pre)
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None, *, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x: (B,S,D); mask: (B,1,1,S) or (B,1,S,S). Returns (B,S,D) and (B,H,S,S) or None."""
+        h = self.res_attn.inner(x)
+        a, weights = self.self_attn(h, mask=mask, need_weights=need_weights)
+        x = self.res_attn.outer(x, a)
+        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
+        return x, weights
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention over the encoder memory, feed-forward."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        pre = cfg.norm == "pre"
+        d, h, dh = cfg.d_model, cfg.n_heads, cfg.d_head
+        self.self_attn = MultiHeadAttention(d, h, dh, cfg.attn_dropout)
+        self.cross_attn = MultiHeadAttention(d, h, dh, cfg.attn_dropout)
+        self.ffn = FeedForward(d, cfg.d_ff, cfg.dropout)
+        self.res_self = _Residual(d, cfg.dropout, pre)
+        self.res_cross = _Residual(d, cfg.dropout, pre)
+        self.res_ffn = _Residual(d, cfg.dropout, pre)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        self_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        *,
+        cache: KVCache | None = None,
+        layer_index: int = 0,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """One decoder layer.
+
+        Args:
+            x: (B,T,D) target states (T new positions when a cache is given).
+            memory: (B,S,D) encoder output; unused when ``cache`` holds the cross K/V.
+            self_mask: bool mask for self-attention, broadcastable to (B,1,T,T_total). None
+                means causal alone (right-padded targets need no more: a real query never
+                reaches a padded key that comes after it).
+            memory_mask: (B,1,1,S) or (B,1,T,S) bool for cross-attention.
+            cache: K/V cache; when given, new K/V are appended and cached ones reused.
+
+        Returns:
+            (B,T,D) states, self-attention weights (B,H,T,T_total), cross weights (B,H,T,S).
+        """
+        # 1) masked self-attention
+        h = self.res_self.inner(x)
+        attn = self.self_attn
+        q, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
+        if cache is not None:
+            k, v = cache.append(layer_index, k, v)  # (B,H,T_total,Dh)
+        a, self_w = attn.attend(
+            q, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
+        )
+        x = self.res_self.outer(x, a)
+
+        # 2) cross-attention: queries from the target, keys/values from the encoder memory
+        h = self.res_cross.inner(x)
+        cross = self.cross_attn
+        q = cross.project_q(h)
+        if cache is not None:
+            ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
+        else:
+            if memory is None:
+                raise ValueError("decoding without a cache needs the encoder memory")
+            ck, cv = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
+        a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
+        x = self.res_cross.outer(x, a)
+
+        # 3) feed-forward
+        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
+        return x, self_w, cross_w

@@ -1,0 +1,95 @@
+"""Attention masks, in one convention: ``torch.bool``, **True = this query may attend to this key**.
+
+Shape legend (used in every docstring of the package): B batch, S source length, T target
+length, D d_model, H n_heads, Dh d_head, F d_ff, V vocabulary.
+
+Every mask is built here and nowhere else, with a head axis of size 1 so it broadcasts over
+heads: (B,1,1,S) for key padding, (1,1,T,T) for causality, (B,1,T,S) for a full pairwise mask.
+This is the polarity of ``torch.nn.functional.scaled_dot_product_attention`` and of seed 000
+("True only if both tokens are not padding"). ``nn.MultiheadAttention``'s ``key_padding_mask``
+means the opposite; a tensor with that meaning is called ``*_is_pad`` and never reaches
+attention.
+
+Seed 000 defines three masks, all provided:
+
+* encoder self-attention: (i, j) allowed when both token i and token j are real
+  (:func:`pairwise_padding_mask`);
+* decoder self-attention: causal AND padding (:func:`decoder_self_mask`);
+* cross-attention: target query real AND source key real (:func:`cross_mask`).
+
+The model itself mostly uses the cheaper key-only masks (:func:`padding_mask`, or causality
+alone with right-padded targets): a padded *query* row produces an output that no loss and no
+real token ever reads, so masking it changes nothing real. The full masks are what the viewer
+and the tests use to show and check the seed's exact definition. A row in which every key is
+masked yields zeros in :mod:`attenzione.attention`, never NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def is_real(ids: Tensor, pad_id: int) -> Tensor:
+    """(B,L) bool, True where the token is not padding."""
+    return ids != pad_id
+
+
+def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """Key padding mask: (B,L) ids → (B,1,1,L) bool, True where the *key* is a real token.
+
+    Broadcasts over heads and queries, so any query may look at every real key.
+    """
+    return is_real(ids, pad_id)[:, None, None, :]  # (B,L) -> (B,1,1,L)
+
+
+def pairwise_padding_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """Seed 000's encoder mask: (B,S) ids → (B,1,S,S), (i, j) True only when both are real.
+
+    Rows of padded queries are entirely False: attention returns zeros for them.
+    """
+    real = is_real(ids, pad_id)  # (B,S)
+    return (real[:, :, None] & real[:, None, :])[:, None]  # (B,S,1)&(B,1,S) -> (B,1,S,S)
+
+
+def causal_mask(size: int, *, offset: int = 0, device: torch.device | str | None = None) -> Tensor:
+    """(1,1,size,offset+size) bool, lower-triangular: query i may attend to keys j <= i.
+
+    ``offset`` is the number of keys already in a K/V cache before these ``size`` queries, so
+    query i (absolute position offset+i) sees every cached key plus the new ones up to itself.
+    """
+    q_pos = torch.arange(size, device=device)[:, None] + offset  # (size,1)
+    k_pos = torch.arange(offset + size, device=device)[None, :]  # (1,offset+size)
+    return (k_pos <= q_pos)[None, None]  # (size,offset+size) -> (1,1,size,offset+size)
+
+
+def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
+    """Seed 000's decoder mask: causal AND both tokens real. (B,T) → (B,1,T,T)."""
+    t = tgt_ids.shape[1]
+    return causal_mask(t, device=tgt_ids.device) & pairwise_padding_mask(tgt_ids, pad_id)
+
+
+def cross_mask(tgt_ids: Tensor, src_ids: Tensor, pad_id: int) -> Tensor:
+    """Seed 000's cross-attention mask: target query real AND source key real. → (B,1,T,S)."""
+    tgt_real = is_real(tgt_ids, pad_id)  # (B,T)
+    src_real = is_real(src_ids, pad_id)  # (B,S)
+    return (tgt_real[:, :, None] & src_real[:, None, :])[:, None]  # (B,T,S) -> (B,1,T,S)
+
+
+def combine(*masks: Tensor | None) -> Tensor | None:
+    """AND of the given masks (broadcasting); ``None`` entries mean "no constraint"."""
+    out: Tensor | None = None
+    for m in masks:
+        if m is None:
+            continue
+        out = m if out is None else out & m
+    return out
+
+
+def key_padding_to_is_pad(mask: Tensor) -> Tensor:
+    """Convert a (B,1,1,S) may-attend mask to ``nn.MultiheadAttention``'s (B,S) ``*_is_pad``.
+
+    Only for interoperating with torch's own modules (tests, benchmarks): the returned tensor
+    has the opposite meaning and must never be passed to our attention.
+    """
+    return ~mask[:, 0, 0, :]  # (B,1,1,S) -> (B,S), True = padding

@@ -184,3 +184,64 @@ class DecodeConfig(_JsonMixin):
         _check(self.length_penalty >= 0, f"length_penalty must be >= 0, got {self.length_penalty}")
         _check(self.max_len_a >= 0, f"max_len_a must be >= 0, got {self.max_len_a}")
         _check(self.max_len_b >= 1, f"max_len_b must be >= 1, got {self.max_len_b}")
+
+
+@dataclass(frozen=True)
+class TrainConfig(_JsonMixin):
+    """Everything about a training run that is not the model's shape.
+
+    Stop conditions are absolute, so that ``--resume`` continues a run instead of restarting
+    it: ``max_steps`` counts optimizer steps since the run began and ``epochs`` whole passes over
+    the data; ``max_minutes`` is the wall-clock budget of *this* invocation (the one that makes
+    sense when a run spans several sessions). Whichever comes first stops training.
+    """
+
+    data: str
+    out: str
+    preset: str = "small"
+    epochs: int | None = None
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    seed: int = 1
+    max_tokens: int = 3000
+    max_sentences: int | None = None
+    lr: float = 1e-3
+    warmup_steps: int = 2000
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    bf16: bool = False
+    dev_size: int = 2000
+    test_size: int = 2000
+    dev_bleu_sentences: int = 500
+    eval_every: int = 1000
+    save_every_minutes: float = 10.0
+    patience: int = 0
+    max_src_tokens: int = 100
+    vocab_size: int = 8000
+    glove: str | None = None
+    freeze_embeddings: bool = False
+    num_threads: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "max_steps"):
+            value = getattr(self, name)
+            _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")
+        _check(
+            self.max_minutes is None or self.max_minutes > 0,
+            f"max_minutes must be > 0, got {self.max_minutes!r}",
+        )
+        _check(self.max_tokens >= 16, f"max_tokens must be >= 16, got {self.max_tokens}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(self.warmup_steps >= 1, f"warmup_steps must be >= 1, got {self.warmup_steps}")
+        _check(
+            0.0 <= self.label_smoothing < 1.0,
+            f"label_smoothing must be in [0, 1), got {self.label_smoothing}",
+        )
+        _check(self.clip_norm >= 0, f"clip_norm must be >= 0 (0 = off), got {self.clip_norm}")
+        _check(self.dev_size >= 1, f"dev_size must be >= 1, got {self.dev_size}")
+        _check(self.test_size >= 0, f"test_size must be >= 0, got {self.test_size}")
+        _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
+        _check(self.patience >= 0, f"patience must be >= 0 (0 = off), got {self.patience}")
+        _check(self.vocab_size >= 16, f"vocab_size must be >= 16, got {self.vocab_size}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from attenzione.cli import embeddings
+from attenzione.cli import embeddings, evaluate, train, translate
 
 app = typer.Typer(
     name="attenzione",
@@ -17,6 +17,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("translate")(translate.translate)
+app.command("train")(train.train)
+app.command("evaluate")(evaluate.evaluate)
 app.add_typer(embeddings.app, name="embeddings")
 
 

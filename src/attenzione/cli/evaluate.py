@@ -1,0 +1,37 @@
+"""``attenzione evaluate``: BLEU and chrF (sacreBLEU) of a model on a test set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from attenzione.cli.common import user_errors
+
+
+def evaluate(
+    data: Path = typer.Option(..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Model directory (default: the shipped model)."),
+    beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
+    hypotheses: Path | None = typer.Option(None, "--hypotheses", help="Where to write the translations (default: DATA.hyp.txt beside the data)."),
+    limit: int | None = typer.Option(None, help="Score only the first N pairs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+) -> None:
+    """Translate a test set and score it with sacreBLEU."""
+    with user_errors():
+        from attenzione.data import load_corpus
+        from attenzione.evaluation import corpus_scores
+        from attenzione.translator import Translator
+
+        pairs = load_corpus(data)[:limit]
+        translator = Translator.from_pretrained(model)
+        hyps = translator.translate([s for s, _ in pairs], beam=beam)
+        scores = corpus_scores(hyps, [t for _, t in pairs])
+        out = hypotheses or data.with_name(data.name + ".hyp.txt")
+        out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        if as_json:
+            typer.echo(json.dumps({**scores.to_dict(), "beam": beam, "hypotheses": str(out)}, indent=2))
+        else:
+            typer.echo(str(scores))
+            typer.echo(f"hypotheses written to {out}")

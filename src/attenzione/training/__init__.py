@@ -1,0 +1,1 @@
+"""Training: the loop, the loss, the schedule, checkpoints and presets."""

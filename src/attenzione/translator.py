@@ -1,0 +1,237 @@
+"""Text in, text out: the model, its two tokenizers and the decoder, loaded as one object.
+
+A :class:`Translator` is what a model directory becomes in memory. The tokenizers travel with
+the weights (``src_tokenizer/``, ``tgt_tokenizer/``), so translation always tokenizes exactly
+as training did — the mismatch users of other toolkits keep running into cannot happen here.
+
+Input policy:
+
+* an empty or whitespace-only line translates to an empty line;
+* a line whose source tokens fit ``max_src_tokens`` (what the model was trained on, by default
+  100) is translated whole;
+* a longer line is split into sentences (after ``.``, ``!``, ``?``, ``;`` followed by a space),
+  each translated on its own and joined with a space; a single sentence that is still too long
+  is cut at word boundaries into pieces that fit. Nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from attenzione.config import DecodeConfig
+from attenzione.data.tokenizers import Tokenizer
+from attenzione.decoding import Hypothesis, generate
+from attenzione.model import Transformer
+from attenzione.training.checkpoint import load_tokenizers, read_info, write_checkpoint
+
+if TYPE_CHECKING:
+    from attenzione.viz.maps import AttentionMaps
+
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained" / "en-it"
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def default_model_dir() -> Path:
+    return PRETRAINED_DIR
+
+
+class Translator:
+    """A trained model with its tokenizers. Build one with :meth:`from_pretrained`."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        *,
+        info: dict[str, Any] | None = None,
+        max_src_tokens: int | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.src_tokenizer = src_tokenizer
+        self.tgt_tokenizer = tgt_tokenizer
+        self.info = dict(info or {})
+        limit = max_src_tokens or int(self.info.get("max_src_tokens", 100))
+        # The source also carries <eos>, and positions must exist for it.
+        self.max_src_tokens = min(limit, model.config.max_len - 1)
+
+    # ------------------------------------------------------------------ loading / saving
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None) -> Translator:
+        """Load a model directory; ``None`` loads the English→Italian model shipped inside."""
+        directory = Path(path) if path is not None else PRETRAINED_DIR
+        if not directory.exists():
+            if path is None:
+                raise FileNotFoundError(
+                    f"the shipped model is missing from {directory}; reinstall attenzione or "
+                    "pass --model DIR"
+                )
+            raise FileNotFoundError(f"model directory {directory} does not exist")
+        model = Transformer.load(directory)
+        src_tok, tgt_tok = load_tokenizers(directory)
+        return cls(model, src_tok, tgt_tok, info=read_info(directory))
+
+    def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
+        """Write a loadable model directory (weights, config, tokenizers, info)."""
+        return write_checkpoint(
+            directory, self.model, self.src_tokenizer, self.tgt_tokenizer, info=self.info,
+            dtype=dtype,
+        )
+
+    # ------------------------------------------------------------------ tokens
+    def encode_source(self, text: str) -> list[int]:
+        """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>``."""
+        return self.src_tokenizer.encode(text) + [self.model.config.eos_id]
+
+    def _pieces(self, text: str) -> list[str]:
+        """Split ``text`` into parts whose source ids fit ``max_src_tokens`` (input policy)."""
+        if len(self.encode_source(text)) <= self.max_src_tokens:
+            return [text]
+        parts: list[str] = []
+        for sentence in _SENTENCE_END.split(text):
+            if len(self.encode_source(sentence)) <= self.max_src_tokens:
+                parts.append(sentence)
+                continue
+            chunk: list[str] = []
+            for word in sentence.split():
+                if chunk and len(self.encode_source(" ".join([*chunk, word]))) > self.max_src_tokens:
+                    parts.append(" ".join(chunk))
+                    chunk = []
+                chunk.append(word)
+            if chunk:
+                parts.append(" ".join(chunk))
+        return parts
+
+    def _batches(self, ids: list[list[int]], batch_size: int) -> list[list[int]]:
+        """Indices grouped by similar length, so a batch carries little padding."""
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+    # ------------------------------------------------------------------ translation
+    @torch.inference_mode()
+    def translate_ids(
+        self, src: Sequence[list[int]], cfg: DecodeConfig, *, batch_size: int = 64
+    ) -> list[list[Hypothesis]]:
+        """Decode source id lists (each already ending in ``<eos>``); results in input order."""
+        pad = self.model.config.pad_id
+        results: list[list[Hypothesis]] = [[] for _ in src]
+        for group in self._batches(list(src), batch_size):
+            width = max(len(src[i]) for i in group)
+            batch = torch.full((len(group), width), pad, dtype=torch.long)
+            for row, i in enumerate(group):
+                batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long)
+            for i, hyps in zip(group, generate(self.model, batch, cfg), strict=True):
+                results[i] = hyps
+        return results
+
+    def translate(
+        self,
+        texts: str | Sequence[str],
+        *,
+        beam: int = 4,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        length_penalty: float = 1.0,
+        batch_size: int = 64,
+        decode: DecodeConfig | None = None,
+    ) -> list[str]:
+        """Translate one string or a list of strings; returns a list of Italian strings.
+
+        ``beam`` 1 is greedy decoding; ``sample=True`` samples instead (with ``temperature``,
+        ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        cfg = decode or _decode_config(
+            beam, sample, temperature, top_k, top_p, seed, length_penalty
+        )
+        pieces: list[tuple[int, list[int]]] = []  # (line index, source ids)
+        for line_no, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"input {line_no} is {type(text).__name__}, not a string")
+            for part in self._pieces(text.strip()) if text.strip() else []:
+                pieces.append((line_no, self.encode_source(part)))
+        hyps = self.translate_ids([ids for _, ids in pieces], cfg, batch_size=batch_size)
+        out: list[list[str]] = [[] for _ in texts]
+        for (line_no, _), h in zip(pieces, hyps, strict=True):
+            out[line_no].append(self.tgt_tokenizer.decode(h[0].tokens) if h else "")
+        return [" ".join(parts) for parts in out]
+
+    def translate_n_best(
+        self, text: str, *, beam: int = 4, n_best: int = 4, length_penalty: float = 1.0
+    ) -> list[tuple[str, float]]:
+        """The ``n_best`` beam hypotheses of one sentence, best first, with their scores."""
+        cfg = DecodeConfig(
+            method="beam", beam_size=beam, n_best=n_best, length_penalty=length_penalty
+        )
+        if not text.strip():
+            return [("", 0.0)]
+        hyps = self.translate_ids([self.encode_source(text.strip())], cfg)[0]
+        return [(self.tgt_tokenizer.decode(h.tokens), h.score) for h in hyps]
+
+    # ------------------------------------------------------------------ attention
+    def attention(self, src: str, tgt: str | None = None, *, beam: int = 4) -> AttentionMaps:
+        """Every attention map of every layer and head for ``src`` → ``tgt``.
+
+        With ``tgt`` None the sentence is translated first (beam search), then the translation
+        is teacher-forced through the model with the reference kernel, which returns the maps;
+        given a ``tgt`` (a reference translation) that one is teacher-forced instead.
+        """
+        from attenzione.explain import collect_attention
+
+        if not src.strip():
+            raise ValueError("the sentence to show attention for is empty")
+        src_ids = self.encode_source(src.strip())[: self.max_src_tokens]
+        teacher_forced = tgt is not None
+        if tgt is None:
+            cfg = _decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
+            tgt_ids = self.translate_ids([src_ids], cfg)[0][0].tokens
+        else:
+            tgt_ids = self.tgt_tokenizer.encode(tgt.strip())
+        translation = self.tgt_tokenizer.decode(tgt_ids)
+        cfg_m = self.model.config
+        src_t = torch.tensor([src_ids], dtype=torch.long)
+        tgt_t = torch.tensor([[cfg_m.bos_id, *tgt_ids]], dtype=torch.long)
+        src_tokens = [self.src_tokenizer.id_to_token(i) for i in src_ids]
+        pieces = [self.tgt_tokenizer.id_to_token(i) for i in tgt_ids]
+        eos = self.tgt_tokenizer.id_to_token(cfg_m.eos_id)
+        bos = self.tgt_tokenizer.id_to_token(cfg_m.bos_id)
+        return collect_attention(
+            self.model,
+            src_t,
+            tgt_t,
+            src_tokens=src_tokens,
+            tgt_tokens=[bos, *pieces],
+            out_tokens=[*pieces, eos],
+            source=src.strip(),
+            translation=translation,
+            teacher_forced=teacher_forced,
+        )
+
+
+def _decode_config(
+    beam: int,
+    sample: bool,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int | None,
+    length_penalty: float,
+) -> DecodeConfig:
+    if sample:
+        return DecodeConfig(
+            method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+        )
+    if beam < 1:
+        raise ValueError(f"beam must be >= 1, got {beam}")
+    if beam == 1:
+        return DecodeConfig(method="greedy")
+    return DecodeConfig(method="beam", beam_size=beam, length_penalty=length_penalty)

@@ -1,0 +1,234 @@
+"""Decoding: greedy, sampling and beam search, on a scripted stub and on a real tiny model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.decoding import _filter_logits, generate
+from attenzione.model import Transformer
+
+PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
+V = 6
+
+
+@dataclass
+class StubCache:
+    """Remembers each row's prefix so the stub can script p(next | prefix)."""
+
+    prefixes: list[list[int]]
+    length: int = 0
+
+    def reorder(self, indices: torch.Tensor) -> StubCache:
+        self.prefixes = [list(self.prefixes[i]) for i in indices.tolist()]
+        return self
+
+
+class ScriptedModel:
+    """A 'model' whose next-token distribution is a table keyed by the prefix (bos excluded).
+
+    The table is the textbook case where greedy search is not optimal:
+    greedy takes A (0.6) and then must end with p(eos | A) = 0.5 → 0.30 in total, while
+    B (0.4) followed by eos (0.9) → 0.36 is better, and beam search (K = 2) finds it.
+    """
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {A: 0.6, B: 0.4},
+        (A,): {EOS: 0.5, C: 0.4, B: 0.1},
+        (B,): {EOS: 0.9, C: 0.1},
+        (A, C): {EOS: 1.0},
+        (B, C): {EOS: 1.0},
+    }
+
+    def __init__(self) -> None:
+        self.config = SimpleNamespace(pad_id=PAD, bos_id=BOS, eos_id=EOS, max_len=50)
+
+    def encode(self, src_ids: torch.Tensor) -> SimpleNamespace:
+        b = src_ids.shape[0]
+        return SimpleNamespace(memory=torch.zeros(b, 1, 1), memory_mask=torch.ones(b, 1, 1, 1))
+
+    def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor, capacity: int) -> StubCache:
+        return StubCache([[] for _ in range(memory.shape[0])])
+
+    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
+        rows = []
+        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
+            if tok != BOS:
+                cache.prefixes[r].append(tok)
+            dist = self.TABLE.get(tuple(cache.prefixes[r]), {EOS: 1.0})
+            logp = torch.full((V,), -1e9)
+            for t, p in dist.items():
+                logp[t] = math.log(p)
+            rows.append(logp)
+        cache.length += 1
+        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+
+
+def _src(batch: int = 1) -> torch.Tensor:
+    return torch.full((batch, 3), A, dtype=torch.long)
+
+
+def test_stub_greedy_takes_the_locally_best_token() -> None:
+    out = generate(ScriptedModel(), _src(), DecodeConfig(method="greedy"))
+    assert out[0][0].tokens == [A]
+    assert out[0][0].log_prob == pytest.approx(math.log(0.6 * 0.5))
+
+
+def test_stub_beam_finds_the_better_sequence_with_known_scores() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
+    hyps = generate(ScriptedModel(), _src(), cfg)[0]
+    assert [h.tokens for h in hyps] == [[B], [A]]
+    assert hyps[0].score == pytest.approx(math.log(0.36))
+    assert hyps[1].score == pytest.approx(math.log(0.30))
+
+
+def test_stub_length_penalty_divides_by_length() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=1, length_penalty=1.0)
+    best = generate(ScriptedModel(), _src(), cfg)[0][0]
+    assert best.tokens == [B]
+    assert best.score == pytest.approx(math.log(0.36) / 2)  # 2 tokens: B and <eos>
+
+
+def test_stub_batch_sentences_are_independent() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2)
+    out = generate(ScriptedModel(), _src(3), cfg)
+    assert [h[0].tokens for h in out] == [[B], [B], [B]]
+
+
+def test_stub_max_length_stops_unfinished_hypotheses() -> None:
+    model = ScriptedModel()
+    cfg = DecodeConfig(method="greedy", max_len_a=0.0, max_len_b=1)
+    out = generate(model, _src(), cfg)
+    assert out[0][0].tokens == [A]  # cut after one token, no <eos> reached
+
+
+def _tiny_model(**kw: object) -> Transformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        src_vocab_size=23, tgt_vocab_size=29, d_model=24, n_heads=3, d_head=8, d_ff=32,
+        n_enc_layers=2, n_dec_layers=2, dropout=0.0, max_len=64, **kw,  # type: ignore[arg-type]
+    )
+    return Transformer(cfg).eval()
+
+
+def _batch() -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, 23, (5, 9), generator=g)
+    src[1, 6:] = PAD
+    src[3, 3:] = PAD
+    return src
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_beam_size_one_equals_greedy(norm: str) -> None:
+    model = _tiny_model(norm=norm)
+    src = _batch()
+    greedy = generate(model, src, DecodeConfig(method="greedy"))
+    beam1 = generate(model, src, DecodeConfig(method="beam", beam_size=1))
+    assert [h[0].tokens for h in greedy] == [h[0].tokens for h in beam1]
+    for g, b in zip(greedy, beam1, strict=True):
+        assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
+
+
+def test_greedy_matches_uncached_argmax_decoding() -> None:
+    """The cached loop must pick the same tokens as re-running the full decoder each step."""
+    model = _tiny_model()
+    src = _batch()
+    cached = generate(model, src, DecodeConfig(method="greedy", max_len_a=0, max_len_b=8))
+    enc = model.encode(src)
+    for row in range(src.shape[0]):
+        prefix = [BOS]
+        tokens: list[int] = []
+        for _ in range(8):
+            ids = torch.tensor([prefix])
+            logits = model.decode(ids, enc.memory[row : row + 1], enc.memory_mask[row : row + 1]).logits
+            nxt = int(logits[0, -1].argmax())
+            if nxt == EOS:
+                break
+            tokens.append(nxt)
+            prefix.append(nxt)
+        assert cached[row][0].tokens == tokens
+
+
+def test_greedy_is_independent_of_batch_composition() -> None:
+    model = _tiny_model()
+    src = _batch()
+    together = generate(model, src, DecodeConfig(method="greedy"))
+    for row in range(src.shape[0]):
+        n = int((src[row] != PAD).sum())
+        alone = generate(model, src[row : row + 1, :n], DecodeConfig(method="greedy"))
+        assert alone[0][0].tokens == together[row][0].tokens
+
+
+def test_beam_n_best_is_sorted_and_distinct() -> None:
+    model = _tiny_model()
+    hyps = generate(model, _batch(), DecodeConfig(method="beam", beam_size=4, n_best=4))
+    for sent in hyps:
+        assert 1 <= len(sent) <= 4
+        scores = [h.score for h in sent]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(h.tokens) for h in sent}) == len(sent)
+
+
+def test_beam_never_worse_than_greedy_in_model_score() -> None:
+    model = _tiny_model()
+    src = _batch()
+    greedy = generate(model, src, DecodeConfig(method="greedy"))
+    beam = generate(model, src, DecodeConfig(method="beam", beam_size=5, length_penalty=0.0))
+    for g, b in zip(greedy, beam, strict=True):
+        assert b[0].log_prob >= g[0].log_prob - 1e-4
+
+
+def test_seeded_sampling_is_reproducible_and_seeds_differ() -> None:
+    model = _tiny_model()
+    src = _batch()
+    cfg = DecodeConfig(method="sample", seed=7, temperature=1.5, top_p=0.95)
+    first = [h[0].tokens for h in generate(model, src, cfg)]
+    again = [h[0].tokens for h in generate(model, src, cfg)]
+    assert first == again
+    others = [
+        [h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", seed=s, temperature=1.5))]
+        for s in range(8, 12)
+    ]
+    assert any(o != first for o in others)
+
+
+def test_top_k_one_sampling_is_greedy() -> None:
+    model = _tiny_model()
+    src = _batch()
+    greedy = [h[0].tokens for h in generate(model, src, DecodeConfig(method="greedy"))]
+    topk1 = [h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", top_k=1, seed=0))]
+    assert topk1 == greedy
+
+
+def test_filter_logits_top_k_and_top_p() -> None:
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    k2 = _filter_logits(logits, top_k=2, top_p=1.0)
+    assert torch.isinf(k2[0, 2:]).all() and torch.isfinite(k2[0, :2]).all()
+    p = _filter_logits(logits, top_k=0, top_p=0.75)  # 0.5 + 0.3 reaches 0.75: keep two
+    assert torch.isfinite(p[0, :2]).all() and torch.isinf(p[0, 2:]).all()
+    p1 = _filter_logits(logits, top_k=0, top_p=0.1)  # the top token is always kept
+    assert torch.isfinite(p1[0, 0]) and torch.isinf(p1[0, 1:]).all()
+
+
+def test_length_cap_follows_source_length() -> None:
+    model = _tiny_model()
+    src = _batch()
+    out = generate(model, src, DecodeConfig(method="greedy", max_len_a=1.0, max_len_b=2))
+    for row, hyps in enumerate(out):
+        n = int((src[row] != PAD).sum())
+        assert len(hyps[0].tokens) <= n + 2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(method="nope"), dict(beam_size=0), dict(temperature=0.0), dict(top_p=0.0), dict(top_k=-1)],
+)
+def test_decode_config_rejects_bad_values(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        DecodeConfig(**kwargs)  # type: ignore[arg-type]

@@ -52,7 +52,9 @@ class ScriptedModel:
         b = src_ids.shape[0]
         return SimpleNamespace(memory=torch.zeros(b, 1, 1), memory_mask=torch.ones(b, 1, 1, 1))
 
-    def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor, capacity: int) -> StubCache:
+    def init_cache(
+        self, memory: torch.Tensor, memory_mask: torch.Tensor, capacity: int
+    ) -> StubCache:
         return StubCache([[] for _ in range(memory.shape[0])])
 
     def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
@@ -110,8 +112,17 @@ def test_stub_max_length_stops_unfinished_hypotheses() -> None:
 def _tiny_model(**kw: object) -> Transformer:
     torch.manual_seed(0)
     cfg = ModelConfig(
-        src_vocab_size=23, tgt_vocab_size=29, d_model=24, n_heads=3, d_head=8, d_ff=32,
-        n_enc_layers=2, n_dec_layers=2, dropout=0.0, max_len=64, **kw,  # type: ignore[arg-type]
+        src_vocab_size=23,
+        tgt_vocab_size=29,
+        d_model=24,
+        n_heads=3,
+        d_head=8,
+        d_ff=32,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+        **kw,  # type: ignore[arg-type]
     )
     return Transformer(cfg).eval()
 
@@ -146,7 +157,9 @@ def test_greedy_matches_uncached_argmax_decoding() -> None:
         tokens: list[int] = []
         for _ in range(8):
             ids = torch.tensor([prefix])
-            logits = model.decode(ids, enc.memory[row : row + 1], enc.memory_mask[row : row + 1]).logits
+            logits = model.decode(
+                ids, enc.memory[row : row + 1], enc.memory_mask[row : row + 1]
+            ).logits
             nxt = int(logits[0, -1].argmax())
             if nxt == EOS:
                 break
@@ -192,7 +205,10 @@ def test_seeded_sampling_is_reproducible_and_seeds_differ() -> None:
     again = [h[0].tokens for h in generate(model, src, cfg)]
     assert first == again
     others = [
-        [h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", seed=s, temperature=1.5))]
+        [
+            h[0].tokens
+            for h in generate(model, src, DecodeConfig(method="sample", seed=s, temperature=1.5))
+        ]
         for s in range(8, 12)
     ]
     assert any(o != first for o in others)
@@ -202,7 +218,9 @@ def test_top_k_one_sampling_is_greedy() -> None:
     model = _tiny_model()
     src = _batch()
     greedy = [h[0].tokens for h in generate(model, src, DecodeConfig(method="greedy"))]
-    topk1 = [h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", top_k=1, seed=0))]
+    topk1 = [
+        h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", top_k=1, seed=0))
+    ]
     assert topk1 == greedy
 
 
@@ -227,7 +245,13 @@ def test_length_cap_follows_source_length() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(method="nope"), dict(beam_size=0), dict(temperature=0.0), dict(top_p=0.0), dict(top_k=-1)],
+    [
+        dict(method="nope"),
+        dict(beam_size=0),
+        dict(temperature=0.0),
+        dict(top_p=0.0),
+        dict(top_k=-1),
+    ],
 )
 def test_decode_config_rejects_bad_values(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):

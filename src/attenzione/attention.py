@@ -166,8 +166,8 @@ def scaled_dot_product_attention(
             Dv ≠ Dk are allowed (seed 003: queries from one sequence, keys from another).
         mask: bool, broadcastable to (B,H,Tq,Tk), True = may attend. None = all allowed.
         need_weights: also return α (B,H,Tq,Tk); only the ``"math"`` backend can.
-        backend: ``"auto"`` (fused, or math when weights are needed), ``"math"``,
-            ``"fused"`` or ``"chunked"``.
+        backend: ``"auto"`` (fused; math when weights are needed or for bf16/fp16 on CPU),
+            ``"math"``, ``"fused"`` or ``"chunked"``.
         is_causal: add a causal constraint (aligned bottom-right, so a query block that comes
             after cached keys sees all of them).
         dropout_p: dropout on the weights (training only; not available with "chunked").
@@ -186,7 +186,11 @@ def scaled_dot_product_attention(
         raise ValueError(f"mask must be torch.bool (True = may attend), got {mask.dtype}")
     scale = 1.0 / math.sqrt(q.shape[-1])
     if backend == "auto":
-        backend = "math" if need_weights else "fused"
+        # torch's CPU SDPA kernel is several times slower than two bf16 matmuls at the short
+        # lengths of sentence translation (measured: bench/), so reduced precision on CPU
+        # takes the math path; fp32 and GPUs take the fused kernel.
+        low_precision_cpu = q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
+        backend = "math" if need_weights or low_precision_cpu else "fused"
     if need_weights and backend != "math":
         raise ValueError(f"need_weights=True needs backend 'math' or 'auto', got {backend!r}")
     if backend == "math":

@@ -44,7 +44,7 @@ class _JsonMixin:
     """JSON round-trip shared by all configs: ``to_dict``/``from_dict``/``save``/``load``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload,no-any-return]
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     @classmethod
     def from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
@@ -99,7 +99,10 @@ class ModelConfig(_JsonMixin):
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_head", "d_ff"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and value > 0, f"{name} must be a positive int, got {value!r}")
+            _check(
+                isinstance(value, int) and value > 0,
+                f"{name} must be a positive int, got {value!r}",
+            )
         for name in ("n_enc_layers", "n_dec_layers"):
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 1, f"{name} must be >= 1, got {value!r}")

@@ -194,7 +194,9 @@ def beam_search(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[list[Hyp
     return out
 
 
-def generate(model: Any, src_ids: Tensor, cfg: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+def generate(
+    model: Any, src_ids: Tensor, cfg: DecodeConfig | None = None
+) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's."""
     cfg = cfg or DecodeConfig()
     if cfg.method == "beam":

@@ -119,6 +119,7 @@ class Transformer(nn.Module):
         """A cache holding every decoder layer's cross-attention K/V of ``memory`` (B,S,D)."""
         layers = []
         for layer in self.decoder_layers:
+            assert isinstance(layer, DecoderLayer)
             k, v = layer.cross_attn.project_kv(memory)  # 2 × (B,H,S,Dh), computed once
             layers.append(LayerCache(cross_k=k, cross_v=v))
         return KVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
@@ -177,7 +178,9 @@ class Transformer(nn.Module):
         logits = self.generator(self.decoder_norm(x))  # (B,T,D) -> (B,T,V)
         return DecoderOutput(logits, cache, self_maps, cross_maps)
 
-    def forward(self, src_ids: Tensor, tgt_ids: Tensor, need_weights: bool = False) -> Seq2SeqOutput:
+    def forward(
+        self, src_ids: Tensor, tgt_ids: Tensor, need_weights: bool = False
+    ) -> Seq2SeqOutput:
         """Teacher-forced pass: src_ids (B,S), tgt_ids (B,T) (``<bos>`` + target) → logits."""
         enc = self.encode(src_ids, need_weights=need_weights)
         dec = self.decode(tgt_ids, enc.memory, enc.memory_mask, need_weights=need_weights)

@@ -48,11 +48,10 @@ class SinusoidalPositions(nn.Module):
     def forward(self, length: int, offset: int = 0) -> Tensor:
         """(length, D) positions offset .. offset+length-1."""
         end = offset + length
+        table: Tensor = self.table  # type: ignore[assignment]
         if end > self.max_len:
             # Grow instead of failing: sinusoids are defined for any position.
-            table = sinusoidal_table(end, self.d_model).to(self.table.device)
-            return table[offset:end]
-        table: Tensor = self.table
+            table = sinusoidal_table(end, self.d_model).to(table.device)
         return table[offset:end]
 
 

@@ -79,7 +79,11 @@ class Translator:
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
         """Write a loadable model directory (weights, config, tokenizers, info)."""
         return write_checkpoint(
-            directory, self.model, self.src_tokenizer, self.tgt_tokenizer, info=self.info,
+            directory,
+            self.model,
+            self.src_tokenizer,
+            self.tgt_tokenizer,
+            info=self.info,
             dtype=dtype,
         )
 
@@ -99,7 +103,10 @@ class Translator:
                 continue
             chunk: list[str] = []
             for word in sentence.split():
-                if chunk and len(self.encode_source(" ".join([*chunk, word]))) > self.max_src_tokens:
+                if (
+                    chunk
+                    and len(self.encode_source(" ".join([*chunk, word]))) > self.max_src_tokens
+                ):
                     parts.append(" ".join(chunk))
                     chunk = []
                 chunk.append(word)

@@ -11,10 +11,18 @@ from attenzione.cli.common import user_errors
 
 
 def evaluate(
-    data: Path = typer.Option(..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="Model directory (default: the shipped model)."),
+    data: Path = typer.Option(
+        ..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."
+    ),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Model directory (default: the shipped model)."
+    ),
     beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
-    hypotheses: Path | None = typer.Option(None, "--hypotheses", help="Where to write the translations (default: DATA.hyp.txt beside the data)."),
+    hypotheses: Path | None = typer.Option(
+        None,
+        "--hypotheses",
+        help="Where to write the translations (default: DATA.hyp.txt beside the data).",
+    ),
     limit: int | None = typer.Option(None, help="Score only the first N pairs."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
@@ -31,7 +39,9 @@ def evaluate(
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         if as_json:
-            typer.echo(json.dumps({**scores.to_dict(), "beam": beam, "hypotheses": str(out)}, indent=2))
+            typer.echo(
+                json.dumps({**scores.to_dict(), "beam": beam, "hypotheses": str(out)}, indent=2)
+            )
         else:
             typer.echo(str(scores))
             typer.echo(f"hypotheses written to {out}")

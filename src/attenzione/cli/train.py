@@ -10,24 +10,48 @@ from attenzione.cli.common import user_errors
 
 
 def train(
-    data: Path = typer.Option(..., "--data", help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix."),
-    out: Path = typer.Option(..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."),
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix.",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
+    ),
     preset: str = typer.Option("small", help="Model preset: tiny, glove50, small or base."),
     epochs: int | None = typer.Option(None, help="Stop after this many epochs in total."),
-    max_steps: int | None = typer.Option(None, help="Stop at this optimizer step (counted from the run's start)."),
-    max_minutes: float | None = typer.Option(None, help="Stop after this many minutes of this invocation."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out exactly where it stopped."),
-    seed: int = typer.Option(1, help="Seed for the split, the batch order and the initial weights."),
-    max_tokens: int = typer.Option(3000, help="Token budget per batch (padded source or target rectangle)."),
+    max_steps: int | None = typer.Option(
+        None, help="Stop at this optimizer step (counted from the run's start)."
+    ),
+    max_minutes: float | None = typer.Option(
+        None, help="Stop after this many minutes of this invocation."
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the run in --out exactly where it stopped."
+    ),
+    seed: int = typer.Option(
+        1, help="Seed for the split, the batch order and the initial weights."
+    ),
+    max_tokens: int = typer.Option(
+        3000, help="Token budget per batch (padded source or target rectangle)."
+    ),
     lr: float | None = typer.Option(None, help="Peak learning rate (default: the preset's)."),
     warmup_steps: int | None = typer.Option(None, help="Warm-up steps (default: the preset's)."),
-    bf16: bool = typer.Option(False, "--bf16", help="bf16 autocast on CPU (AVX-512 BF16 makes it several times faster)."),
+    bf16: bool = typer.Option(
+        False, "--bf16", help="bf16 autocast on CPU (AVX-512 BF16 makes it several times faster)."
+    ),
     eval_every: int = typer.Option(1000, help="Evaluate dev loss/BLEU and save every N steps."),
-    patience: int = typer.Option(0, help="Stop after N evaluations without a dev BLEU gain (0 = never)."),
+    patience: int = typer.Option(
+        0, help="Stop after N evaluations without a dev BLEU gain (0 = never)."
+    ),
     dev_size: int = typer.Option(2000, help="Held-out dev pairs (disjoint by sentence)."),
     test_size: int = typer.Option(2000, help="Held-out test pairs (disjoint by sentence)."),
-    vocab_size: int | None = typer.Option(None, help="SentencePiece vocabulary size (default: the preset's)."),
-    glove: Path | None = typer.Option(None, help="GloVe text file for the glove50 preset (default: the packaged 6B 50d)."),
+    vocab_size: int | None = typer.Option(
+        None, help="SentencePiece vocabulary size (default: the preset's)."
+    ),
+    glove: Path | None = typer.Option(
+        None, help="GloVe text file for the glove50 preset (default: the packaged 6B 50d)."
+    ),
     freeze_embeddings: bool = typer.Option(False, help="Keep the GloVe source embeddings fixed."),
     threads: int | None = typer.Option(None, help="torch threads (default: torch's choice)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
@@ -50,7 +74,9 @@ def train(
             seed=seed,
             max_tokens=max_tokens,
             lr=lr if lr is not None else defaults.get("lr", 1e-3),
-            warmup_steps=warmup_steps if warmup_steps is not None else defaults.get("warmup_steps", 2000),
+            warmup_steps=warmup_steps
+            if warmup_steps is not None
+            else defaults.get("warmup_steps", 2000),
             bf16=bf16,
             eval_every=eval_every,
             patience=patience,
@@ -67,4 +93,6 @@ def train(
         summary = run_training(cfg, resume=resume, log=lambda m: typer.echo(m, err=True))
         typer.echo(f"run: {out}  best: {out / 'best'}  last: {out / 'last'}")
         if "dev_bleu" in summary:
-            typer.echo(f"dev BLEU (greedy) {summary['dev_bleu']:.2f}  chrF {summary['dev_chrf']:.2f}")
+            typer.echo(
+                f"dev BLEU (greedy) {summary['dev_bleu']:.2f}  chrF {summary['dev_chrf']:.2f}"
+            )

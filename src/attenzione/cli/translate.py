@@ -12,17 +12,27 @@ from attenzione.cli.common import fail, user_errors
 
 def translate(
     text: list[str] = typer.Argument(None, help="Sentences to translate (or use --input / stdin)."),
-    input: Path | None = typer.Option(None, "--input", "-i", help="File with one sentence per line ('-' = stdin)."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write translations here, one per line."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="Model directory (default: the shipped en→it model)."),
+    input: Path | None = typer.Option(
+        None, "--input", "-i", help="File with one sentence per line ('-' = stdin)."
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write translations here, one per line."
+    ),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+    ),
     beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
     sample: bool = typer.Option(False, "--sample", help="Sample instead of searching."),
     temperature: float = typer.Option(1.0, help="Sampling temperature."),
     top_k: int = typer.Option(0, help="Sample only among the k most likely tokens (0 = off)."),
     top_p: float = typer.Option(1.0, help="Nucleus sampling threshold."),
     seed: int | None = typer.Option(None, help="Seed for reproducible sampling."),
-    length_penalty: float = typer.Option(1.0, help="Beam length penalty α: score = log p / length^α."),
-    n_best: int = typer.Option(1, help="Print the n best beam hypotheses with scores (one sentence)."),
+    length_penalty: float = typer.Option(
+        1.0, help="Beam length penalty α: score = log p / length^α."
+    ),
+    n_best: int = typer.Option(
+        1, help="Print the n best beam hypotheses with scores (one sentence)."
+    ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch."),
 ) -> None:
     """Translate sentences with a trained model."""
@@ -51,8 +61,15 @@ def translate(
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return
         results = translator.translate(
-            lines, beam=beam, sample=sample, temperature=temperature, top_k=top_k, top_p=top_p,
-            seed=seed, length_penalty=length_penalty, batch_size=batch_size,
+            lines,
+            beam=beam,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            length_penalty=length_penalty,
+            batch_size=batch_size,
         )
         if output is not None:
             output.write_text("".join(r + "\n" for r in results), encoding="utf-8")

@@ -57,7 +57,9 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         if stats.get("skipped"):
             notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
         pairs = clean_pairs(pairs)
-        splits = split_by_sentence(pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed)
+        splits = split_by_sentence(
+            pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed
+        )
         data_dir.mkdir(parents=True, exist_ok=True)
         write_pairs(splits.dev, data_dir / "dev.tsv")
         write_pairs(splits.test, data_dir / "test.tsv")
@@ -85,7 +87,9 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     return PreparedData(train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes)
 
 
-def _train_tokenizers(cfg: TrainConfig, preset: Preset, train: Pairs) -> tuple[Tokenizer, Tokenizer]:
+def _train_tokenizers(
+    cfg: TrainConfig, preset: Preset, train: Pairs
+) -> tuple[Tokenizer, Tokenizer]:
     """The preset's tokenizer recipe, trained on the training split only (never dev/test)."""
     src_texts = [s for s, _ in train]
     tgt_texts = [t for _, t in train]

@@ -1,13 +1,18 @@
 """Label-smoothed cross-entropy, ignoring padding.
 
 Label smoothing (ε = 0.1 in the paper) trains towards a target distribution that puts 1 − ε on
-the reference token and spreads ε over the whole vocabulary. It hurts perplexity a little and
-helps BLEU: the model learns to be less sure, which makes beam search better behaved.
+the reference token and spreads ε uniformly over the vocabulary:
+
+    loss = (1 − ε) · (−log p(y)) + ε · mean_v(−log p(v))
+
+It costs a little perplexity and helps BLEU: the model learns to be less sure, which makes
+beam search better behaved. Padded positions are removed *before* the softmax, so they cost
+nothing, and a single log-softmax serves both the smoothed loss and the plain NLL.
 """
 
 from __future__ import annotations
 
-import torch.nn.functional as F
+import torch
 from torch import Tensor
 
 
@@ -22,10 +27,12 @@ def label_smoothed_loss(
     Returns:
         (smoothed loss sum — what we optimise, plain NLL sum — for perplexity, token count).
     """
-    flat = logits.reshape(-1, logits.shape[-1]).float()  # (B·T,V)
-    tgt = target.reshape(-1)  # (B·T,)
-    smoothed = F.cross_entropy(
-        flat, tgt, ignore_index=pad_id, label_smoothing=smoothing, reduction="sum"
-    )
-    nll = F.cross_entropy(flat.detach(), tgt, ignore_index=pad_id, reduction="sum")
-    return smoothed, nll, int((tgt != pad_id).sum())
+    real = target != pad_id  # (B,T)
+    lprobs = torch.log_softmax(logits[real].float(), dim=-1)  # (N,V), N real tokens
+    nll = -lprobs.gather(1, target[real][:, None]).squeeze(1)  # (N,)
+    nll_sum = nll.sum()
+    if smoothing > 0:
+        smoothed = (1.0 - smoothing) * nll_sum - smoothing * lprobs.mean(dim=-1).sum()
+    else:
+        smoothed = nll_sum
+    return smoothed, nll_sum.detach(), int(real.sum())

@@ -214,11 +214,15 @@ class Trainer:
         tgt = [self.data.tgt_tok.encode(t)[: self.cfg.max_src_tokens] for _, t in dev]
         total, nll_sum, n_tok = 0.0, 0.0, 0
         for start in range(0, len(dev), 64):
-            batch = collate(list(zip(src[start : start + 64], tgt[start : start + 64], strict=True)))
+            batch = collate(
+                list(zip(src[start : start + 64], tgt[start : start + 64], strict=True))
+            )
             with self._autocast():
                 logits = self.model(batch.src_ids, batch.tgt_in).logits
             loss, nll, n = label_smoothed_loss(
-                logits, batch.tgt_out, pad_id=self.model.config.pad_id,
+                logits,
+                batch.tgt_out,
+                pad_id=self.model.config.pad_id,
                 smoothing=self.cfg.label_smoothing,
             )
             total, nll_sum, n_tok = total + float(loss), nll_sum + float(nll), n_tok + n
@@ -248,7 +252,14 @@ class Trainer:
             return f"reached max_steps={cfg.max_steps}"
         if cfg.epochs is not None and p.epoch >= cfg.epochs:
             return f"reached epochs={cfg.epochs}"
-        if cfg.max_minutes is not None and time.monotonic() - started >= 60 * cfg.max_minutes:
+        time_up = cfg.max_minutes is not None and time.monotonic() - started >= 60 * cfg.max_minutes
+        if self.world > 1 and cfg.max_minutes is not None:
+            # Clocks differ between ranks: rank 0 decides, or the others would wait forever
+            # in the next all-reduce.
+            flag = torch.tensor([int(time_up)])
+            dist.broadcast(flag, src=0)
+            time_up = bool(flag)
+        if time_up:
             return f"reached max_minutes={cfg.max_minutes}"
         return None
 
@@ -263,8 +274,11 @@ class Trainer:
         last_save = started
         self.model.train()
         bar = tqdm(
-            total=cfg.max_steps, initial=p.step, disable=not cfg.progress or self.rank != 0,
-            unit="step", dynamic_ncols=True,
+            total=cfg.max_steps,
+            initial=p.step,
+            disable=not cfg.progress or self.rank != 0,
+            unit="step",
+            dynamic_ncols=True,
         )
         window_tokens, window_start, window_loss, window_n = 0, time.monotonic(), 0.0, 0
         reason = self._stop_reason(started)
@@ -302,7 +316,9 @@ class Trainer:
                     elapsed = max(time.monotonic() - window_start, 1e-9)
                     tps = window_tokens * self.world / elapsed
                     avg = window_loss / max(window_n, 1)
-                    bar.set_postfix(loss=f"{avg:.3f}", lr=f"{lr:.2e}", tok_s=f"{tps:,.0f}", ep=p.epoch)
+                    bar.set_postfix(
+                        loss=f"{avg:.3f}", lr=f"{lr:.2e}", tok_s=f"{tps:,.0f}", ep=p.epoch
+                    )
                     self._metric({"train_loss": avg, "lr": lr, "tok_per_s": tps})
                     window_tokens, window_start, window_loss, window_n = 0, time.monotonic(), 0.0, 0
                 if p.step % cfg.eval_every == 0:
@@ -368,7 +384,11 @@ def _to_tuple(x: Any) -> Any:
 def train(cfg: TrainConfig, *, resume: bool = False, log: Any = print) -> dict[str, Any]:
     """Train (or resume) from Python; under ``torchrun`` the process group is set up here."""
     started_dist = False
-    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1 and not dist.is_initialized():
+    if (
+        "WORLD_SIZE" in os.environ
+        and int(os.environ["WORLD_SIZE"]) > 1
+        and not dist.is_initialized()
+    ):
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         started_dist = True
     try:

@@ -1,0 +1,263 @@
+"""End-to-end training on a toy corpus: train, stop, resume, translate, evaluate, torchrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attenzione.cli import app
+from attenzione.config import TrainConfig
+from attenzione.model import Transformer
+from attenzione.training.checkpoint import find_checkpoint, write_checkpoint
+from attenzione.training.schedule import inverse_sqrt_lr
+from attenzione.training.trainer import train
+from attenzione.translator import Translator
+from toy_corpus import write_toy_corpus
+
+QUIET = {"log": lambda *a, **k: None}
+
+
+def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
+    base: dict[str, object] = dict(
+        data=str(corpus),
+        out=str(out),
+        preset="tiny",
+        vocab_size=120,
+        max_tokens=400,
+        lr=3e-3,
+        warmup_steps=30,
+        dev_size=8,
+        test_size=8,
+        dev_bleu_sentences=8,
+        eval_every=10_000,
+        progress=False,
+        seed=3,
+        num_threads=1,
+    )
+    base.update(kw)
+    return TrainConfig(**base)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_toy_corpus(tmp_path_factory.mktemp("corpus") / "toy.tsv")
+
+
+@pytest.fixture(scope="module")
+def trained_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model trained 150 steps then resumed to 300 (shared by several tests)."""
+    out = tmp_path_factory.mktemp("run") / "toy"
+    train(_cfg(corpus, out, max_steps=150, eval_every=100), **QUIET)
+    train(_cfg(corpus, out, max_steps=300, eval_every=100), resume=True, **QUIET)
+    return out
+
+
+def test_run_directory_has_everything(trained_run: Path) -> None:
+    for name in ("data/train.tsv", "data/dev.tsv", "data/test.tsv", "metrics.jsonl", "curves.png"):
+        assert (trained_run / name).is_file(), name
+    for ckpt in ("last", "best"):
+        for name in (
+            "config.json",
+            "model.safetensors",
+            "src_tokenizer",
+            "tgt_tokenizer",
+            "info.json",
+        ):
+            assert (trained_run / ckpt / name).exists(), f"{ckpt}/{name}"
+    assert (trained_run / "last" / "training_state.pt").is_file()
+    assert not (trained_run / "best" / "training_state.pt").exists()
+
+
+def test_splits_are_disjoint_by_sentence(trained_run: Path) -> None:
+    def sides(name: str) -> tuple[set[str], set[str]]:
+        rows = [line.split("\t") for line in (trained_run / "data" / name).read_text().splitlines()]
+        return {r[0] for r in rows}, {r[1] for r in rows}
+
+    train_en, train_it = sides("train.tsv")
+    for held_out in ("dev.tsv", "test.tsv"):
+        en, it = sides(held_out)
+        assert en and not en & train_en
+        assert not it & train_it
+
+
+def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) -> None:
+    records = [
+        json.loads(line) for line in (trained_run / "metrics.jsonl").read_text().splitlines()
+    ]
+    losses = [r["train_loss"] for r in records if "train_loss" in r]
+    evals = [r for r in records if "dev_bleu" in r]
+    assert losses[-1] < 0.6 * losses[0]
+    assert [r["step"] for r in evals] == [100, 150, 200, 300]  # resumed at 150, not at 0
+    info = json.loads((trained_run / "last" / "info.json").read_text())
+    assert info["step"] == 300 and "Tatoeba" in info["attribution"]
+
+
+def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:
+    tr = Translator.from_pretrained(trained_run / "best")
+    out = tr.translate(["The red cat is here.", "The old house is there.", "   ", ""], beam=4)
+    assert out[2:] == ["", ""]
+    assert out[0].startswith("Il gatto")
+    assert out[1].startswith("La casa")
+
+
+def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["translate", "--model", str(trained_run / "best"), "The big dog is here."]
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.strip().startswith("Il cane")
+    test_tsv = tmp_path / "test.tsv"
+    shutil.copy(trained_run / "data" / "test.tsv", test_tsv)
+    res = runner.invoke(
+        app, ["evaluate", "--model", str(trained_run / "best"), "--data", str(test_tsv), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    scores = json.loads(res.output[res.output.index("{") :])
+    assert 0.0 <= scores["bleu"] <= 100.0 and scores["chrf"] > 20.0
+    assert "BLEU" not in scores["bleu_signature"] or "nrefs:1" in scores["bleu_signature"]
+    assert (tmp_path / "test.tsv.hyp.txt").read_text().count("\n") == scores["n_sentences"]
+
+
+def test_resume_equals_uninterrupted(corpus: Path, tmp_path: Path) -> None:
+    """Stopping at step 20 and resuming to 40 performs exactly the updates of a straight run."""
+    straight = tmp_path / "straight"
+    train(_cfg(corpus, straight, max_steps=40), **QUIET)
+    split = tmp_path / "split"
+    train(_cfg(corpus, split, max_steps=20), **QUIET)
+    train(_cfg(corpus, split, max_steps=40), resume=True, **QUIET)
+    a = Transformer.load(straight / "last").state_dict()
+    b = Transformer.load(split / "last").state_dict()
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_existing_run_is_not_overwritten_without_resume(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    train(_cfg(corpus, out, max_steps=2), **QUIET)
+    with pytest.raises(ValueError, match="--resume"):
+        train(_cfg(corpus, out, max_steps=4), **QUIET)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        train(_cfg(corpus, tmp_path / "nothing", max_steps=4), resume=True, **QUIET)
+
+
+def test_interrupted_checkpoint_swap_leaves_a_complete_checkpoint(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """A kill between the two renames leaves only NAME.old: it is still found and loadable."""
+    tr = Translator.from_pretrained(trained_run / "best")
+    target = tmp_path / "last"
+    write_checkpoint(target, tr.model, tr.src_tokenizer, tr.tgt_tokenizer, info={"step": 1})
+    target.rename(tmp_path / "last.old")  # the state right after "old -> NAME.old"
+    (tmp_path / ".last.tmp-crashed").mkdir()  # a half-written temp dir from the killed save
+    found = find_checkpoint(target)
+    assert found == tmp_path / "last.old"
+    Translator.from_pretrained(found).translate("The cat is here.")
+    # The next save completes the swap and cleans up.
+    write_checkpoint(target, tr.model, tr.src_tokenizer, tr.tgt_tokenizer, info={"step": 2})
+    assert find_checkpoint(target) == target and not (tmp_path / "last.old").exists()
+
+
+def test_schedule_warms_up_then_decays() -> None:
+    lrs = [inverse_sqrt_lr(s, peak=1e-3, warmup=100) for s in (1, 50, 100, 400)]
+    assert lrs[0] == pytest.approx(1e-5)
+    assert lrs[1] == pytest.approx(5e-4)
+    assert lrs[2] == pytest.approx(1e-3)
+    assert lrs[3] == pytest.approx(5e-4)
+
+
+def test_cli_train_reports_bad_input_without_traceback(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--data",
+            str(tmp_path / "missing.tsv"),
+            "--out",
+            str(tmp_path / "r"),
+            "--max-steps",
+            "1",
+        ],
+    )
+    assert res.exit_code == 2
+    assert "missing.tsv" in res.output and "Traceback" not in res.output
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--data",
+            str(tmp_path / "x.tsv"),
+            "--out",
+            str(tmp_path / "r"),
+            "--preset",
+            "huge",
+            "--max-steps",
+            "1",
+        ],
+    )
+    assert res.exit_code == 2 and "preset" in res.output
+
+
+def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
+    """DDP on gloo with 2 ranks: trains, only rank 0 writes, and the run resumes."""
+    out = tmp_path / "ddp"
+    base = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29517",
+        "-m",
+        "attenzione",
+        "train",
+        "--data",
+        str(corpus),
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "120",
+        "--max-tokens",
+        "400",
+        "--dev-size",
+        "8",
+        "--test-size",
+        "8",
+        "--threads",
+        "1",
+        "--no-progress",
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.run(
+        [*base, "--max-steps", "6"], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run(
+        [*base, "--max-steps", "10", "--resume"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    info = json.loads((out / "last" / "info.json").read_text())
+    assert info["step"] == 10
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = [r["step"] for r in records if "dev_bleu" in r]
+    assert evals == [6, 10]  # one writer: each evaluation logged exactly once

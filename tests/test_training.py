@@ -30,7 +30,7 @@ def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
         data=str(corpus),
         out=str(out),
         preset="tiny",
-        vocab_size=120,
+        vocab_size=48,
         max_tokens=400,
         lr=3e-3,
         warmup_steps=30,

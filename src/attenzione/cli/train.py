@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -91,6 +92,8 @@ def train(
         if not resume and not data.exists():
             raise FileNotFoundError(f"corpus {data} does not exist")
         summary = run_training(cfg, resume=resume, log=lambda m: typer.echo(m, err=True))
+        if int(os.environ.get("RANK", "0")) != 0:
+            return  # under torchrun only rank 0 reports
         typer.echo(f"run: {out}  best: {out / 'best'}  last: {out / 'last'}")
         if "dev_bleu" in summary:
             typer.echo(

@@ -121,9 +121,12 @@ class Trainer:
         random.seed(cfg.seed)
         if self.rank == 0:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.data = prepare(cfg, self.preset, self.run_dir, write=self.rank == 0)
+        if self.rank == 0:
+            self.data = prepare(cfg, self.preset, self.run_dir, write=True)
         if self.world > 1:
-            dist.barrier()
+            dist.barrier()  # rank 0 has written the splits and tokenizers: the others read them
+        if self.rank != 0:
+            self.data = prepare(cfg, self.preset, self.run_dir, write=False)
         for note in self.data.notes:
             self.log(note)
         self.model = build_model(cfg, self.preset, self.data)
@@ -309,7 +312,7 @@ class Trainer:
                 p.step += 1
                 p.batch_in_epoch += 1
                 window_tokens += n_tok
-                window_loss += float(loss)
+                window_loss += float(loss.detach())
                 window_n += 1
                 bar.update(1)
                 if p.step % 50 == 0 or p.step == 1:

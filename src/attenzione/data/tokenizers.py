@@ -1,0 +1,249 @@
+"""Tokenizers behind one interface: word-level (for GloVe) and SentencePiece subwords.
+
+Every tokenizer has the same four special tokens with the same ids — ``<pad>`` 0, ``<bos>`` 1,
+``<eos>`` 2, ``<unk>`` 3 — so the model's config never depends on which one is used. A
+tokenizer saves itself into a directory (``tokenizer.json`` plus its files) that travels with
+every model, so text is split at translation time exactly as it was in training.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+CONFIG_NAME = "tokenizer.json"
+
+
+class Tokenizer(ABC):
+    """text ↔ ids. ``encode`` adds no ``<bos>``/``<eos>``; ``decode`` skips special tokens."""
+
+    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int: ...
+
+    @abstractmethod
+    def encode(self, text: str) -> list[int]: ...
+
+    @abstractmethod
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    @abstractmethod
+    def id_to_token(self, i: int) -> str: ...
+
+    @abstractmethod
+    def save(self, directory: str | Path) -> Path: ...
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode(t) for t in texts]
+
+    def tokens(self, text: str) -> list[str]:
+        """The surface pieces of ``encode(text)``, one per id (axis labels for the viewer)."""
+        return [self.id_to_token(i) for i in self.encode(text)]
+
+
+# ---------------------------------------------------------------------------- word level
+# Words (letters/digits with inner hyphens), English clitics split GloVe-style ("do" "n't",
+# "tom" "'s"), Italian elisions kept on the article ("l'" "architettura"), and any other
+# non-space character as its own token.
+_WORD_RE = re.compile(
+    r"n't\b|'(?:s|re|ve|ll|d|m)\b|\w+'(?=\w)|\w+(?:[-.]\w+)*|[^\w\s]", re.IGNORECASE
+)
+_NO_SPACE_BEFORE = set(".,!?;:)]}%…»") | {"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"}
+_NO_SPACE_AFTER = set("([{«¿¡")
+
+
+def _split_words(text: str) -> list[str]:
+    tokens: list[str] = []
+    for m in _WORD_RE.finditer(text):
+        tok = m.group(0)
+        # "don't" matches "don" then "n't" only if we cut the n: handle "do" + "n't".
+        if tok.lower() == "n't" and tokens and tokens[-1][-1:].lower() == "n":
+            tokens[-1] = tokens[-1][:-1]
+        tokens.append(tok)
+    return [t for t in tokens if t]
+
+
+class WordTokenizer(Tokenizer):
+    """Whitespace + punctuation splitting with a frequency-ordered vocabulary."""
+
+    def __init__(self, vocab: Sequence[str], *, lowercase: bool = True) -> None:
+        if tuple(vocab[:4]) != SPECIALS:
+            raise ValueError(f"a word vocabulary must start with {SPECIALS}")
+        self.vocab = list(vocab)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+        self.lowercase = lowercase
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        min_count: int = 1,
+        max_size: int | None = None,
+        lowercase: bool = True,
+        extra_words: Iterable[str] | None = None,
+    ) -> WordTokenizer:
+        counts: Counter[str] = Counter()
+        for text in texts:
+            counts.update(_split_words(text.lower() if lowercase else text))
+        words = [
+            w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if c >= min_count
+        ]
+        words = [w for w in words if w not in SPECIALS]
+        if max_size is not None:
+            words = words[: max(0, max_size - len(SPECIALS))]
+        known = set(words)
+        for w in extra_words or ():
+            if w not in known and w not in SPECIALS:
+                words.append(w)
+                known.add(w)
+        return cls([*SPECIALS, *words], lowercase=lowercase)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def split(self, text: str) -> list[str]:
+        return _split_words(text.lower() if self.lowercase else text)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.index.get(w, UNK_ID) for w in self.split(text)]
+
+    def id_to_token(self, i: int) -> str:
+        return self.vocab[i] if 0 <= i < len(self.vocab) else SPECIALS[UNK_ID]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        out = ""
+        prev = ""
+        for i in ids:
+            if i in (PAD_ID, BOS_ID, EOS_ID):
+                continue
+            tok = self.id_to_token(i)
+            glue = (
+                not out
+                or tok in _NO_SPACE_BEFORE
+                or tok.lower() in _NO_SPACE_BEFORE
+                or prev in _NO_SPACE_AFTER
+                or prev.endswith("'")
+            )
+            out += tok if glue else " " + tok
+            prev = tok
+        return out
+
+    def save(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        config = {"type": "word", "lowercase": self.lowercase, "vocab": self.vocab}
+        (d / CONFIG_NAME).write_text(
+            json.dumps(config, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        return d
+
+
+# ---------------------------------------------------------------------------- SentencePiece
+class SentencePieceTokenizer(Tokenizer):
+    """Subwords from the ``sentencepiece`` library (unigram or BPE), specials at ids 0–3."""
+
+    def __init__(self, model_proto: bytes) -> None:
+        import sentencepiece as spm
+
+        self.proto = model_proto
+        self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
+        got = [self.sp.id_to_piece(i) for i in range(4)]
+        if got != list(SPECIALS):
+            raise ValueError(f"SentencePiece model has specials {got}, expected {list(SPECIALS)}")
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int,
+        model_type: str = "unigram",
+        character_coverage: float = 1.0,
+        seed: int = 0,
+        input_sentence_size: int = 0,
+        num_threads: int = 2,
+    ) -> SentencePieceTokenizer:
+        import sentencepiece as spm
+
+        if model_type not in ("unigram", "bpe"):
+            raise ValueError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}")
+        buffer = io.BytesIO()
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(list(texts)),
+                model_writer=buffer,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                pad_id=PAD_ID,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                unk_id=UNK_ID,
+                pad_piece="<pad>",
+                bos_piece="<bos>",
+                eos_piece="<eos>",
+                unk_piece="<unk>",
+                input_sentence_size=input_sentence_size,
+                shuffle_input_sentence=True,
+                num_threads=num_threads,
+                minloglevel=2,
+            )
+        except RuntimeError as exc:
+            raise ValueError(
+                f"SentencePiece could not train (vocab_size={vocab_size}): {exc}"
+            ) from None
+        return cls(buffer.getvalue())
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.sp.get_piece_size())
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.sp.encode(text, out_type=int))
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [list(x) for x in self.sp.encode(list(texts), out_type=int)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, BOS_ID, EOS_ID)]))
+
+    def id_to_token(self, i: int) -> str:
+        return str(self.sp.id_to_piece(int(i)))
+
+    def save(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "spm.model").write_bytes(self.proto)
+        (d / CONFIG_NAME).write_text(
+            json.dumps({"type": "sentencepiece", "model": "spm.model"}) + "\n"
+        )
+        return d
+
+
+def load_tokenizer(directory: str | Path) -> Tokenizer:
+    """Load what :meth:`Tokenizer.save` wrote (JSON and the SentencePiece model, no pickle)."""
+    d = Path(directory)
+    path = d / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: not a tokenizer directory")
+    config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    kind = config.get("type")
+    if kind == "word":
+        return WordTokenizer(config["vocab"], lowercase=bool(config.get("lowercase", True)))
+    if kind == "sentencepiece":
+        return SentencePieceTokenizer((d / config.get("model", "spm.model")).read_bytes())
+    raise ValueError(
+        f"{path}: unknown tokenizer type {kind!r} (expected 'word' or 'sentencepiece')"
+    )

@@ -1,5 +1,80 @@
-"""`attenzione embeddings` (placeholder until the GloVe commands land)."""
+"""``attenzione embeddings``: explore GloVe vectors as seed 004 does (neighbours, analogies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import typer
 
-app = typer.Typer(help="Explore word embeddings (GloVe).", no_args_is_help=True)
+from attenzione.cli.common import fail, user_errors
+
+app = typer.Typer(
+    help="Explore word embeddings (GloVe 6B 50d by default; --glove PATH for another file).",
+    no_args_is_help=True,
+)
+
+GLOVE_OPTION = typer.Option(None, "--glove", help="A glove.*.txt file (default: packaged 6B 50d).")
+
+
+def _load(glove: Path | None) -> Any:
+    from attenzione.data.glove import load_glove
+
+    return load_glove(glove)
+
+
+def _table(rows: list[tuple[str, float]]) -> None:
+    width = max((len(w) for w, _ in rows), default=4)
+    for rank, (word, score) in enumerate(rows, start=1):
+        typer.echo(f"{rank:>3}. {word:<{width}}  {score:.4f}")
+
+
+def _lookup_errors() -> Any:
+    from attenzione.data.glove import UnknownWordError
+
+    return UnknownWordError
+
+
+@app.command()
+def nearest(
+    word: str = typer.Argument(..., help="The word whose neighbours to list."),
+    k: int = typer.Option(10, "-k", help="How many neighbours."),
+    glove: Path | None = GLOVE_OPTION,
+) -> None:
+    """The k words most similar to WORD (cosine similarity)."""
+    with user_errors():
+        try:
+            _table(_load(glove).nearest(word, k))
+        except _lookup_errors() as exc:
+            fail(str(exc))
+
+
+@app.command()
+def analogy(
+    a: str = typer.Argument(..., help="e.g. king"),
+    b: str = typer.Argument(..., help="e.g. man"),
+    c: str = typer.Argument(..., help="e.g. woman"),
+    k: int = typer.Option(5, "-k", help="How many answers."),
+    glove: Path | None = GLOVE_OPTION,
+) -> None:
+    """Words closest to A − B + C (king − man + woman ≈ queen)."""
+    with user_errors():
+        try:
+            typer.echo(f"{a} - {b} + {c} ≈")
+            _table(_load(glove).analogy(a, b, c, k))
+        except _lookup_errors() as exc:
+            fail(str(exc))
+
+
+@app.command()
+def similarity(
+    a: str = typer.Argument(...),
+    b: str = typer.Argument(...),
+    glove: Path | None = GLOVE_OPTION,
+) -> None:
+    """Cosine similarity of two words."""
+    with user_errors():
+        try:
+            typer.echo(f"cos({a}, {b}) = {_load(glove).similarity(a, b):.4f}")
+        except _lookup_errors() as exc:
+            fail(str(exc))

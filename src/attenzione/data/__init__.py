@@ -1,4 +1,4 @@
-"""Data: corpus readers, splits, tokenizers, GloVe vectors and batching (never imports the model)."""
+"""Data: corpora, splits, tokenizers, GloVe vectors and batching. Never imports the model."""
 
 from attenzione.data.batching import (
     Batch,
@@ -18,6 +18,14 @@ from attenzione.data.corpus import (
     split_by_sentence,
     write_pairs,
 )
+from attenzione.data.glove import (
+    Coverage,
+    GloVe,
+    embedding_matrix,
+    load_glove,
+    load_glove_text,
+    load_packaged_glove,
+)
 from attenzione.data.tokenizers import (
     BOS_ID,
     EOS_ID,
@@ -31,6 +39,12 @@ from attenzione.data.tokenizers import (
 )
 
 __all__ = [
+    "Coverage",
+    "GloVe",
+    "embedding_matrix",
+    "load_glove",
+    "load_glove_text",
+    "load_packaged_glove",
     "BOS_ID",
     "EOS_ID",
     "PAD_ID",
@@ -55,19 +69,3 @@ __all__ = [
     "split_by_sentence",
     "write_pairs",
 ]
-
-
-def __getattr__(name: str) -> object:
-    # GloVe needs numpy (and optionally pyarrow); load it only when asked for.
-    if name in (
-        "GloVe",
-        "Coverage",
-        "load_glove",
-        "load_glove_text",
-        "load_packaged_glove",
-        "embedding_matrix",
-    ):
-        from attenzione.data import glove
-
-        return getattr(glove, name)
-    raise AttributeError(name)

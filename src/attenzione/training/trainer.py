@@ -173,7 +173,7 @@ class Trainer:
         }
 
     def _info(self) -> dict[str, Any]:
-        last_eval = next((h for h in reversed(self.progress.history) if "dev_bleu" in h), {})
+        last_eval: dict[str, Any] = next((h for h in reversed(self.progress.history) if "dev_bleu" in h), {})
         return {
             "preset": self.cfg.preset,
             "step": self.progress.step,

@@ -1,0 +1,151 @@
+"""Translator: loading, saving, the input policy, the CLI's errors, and the shipped model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attenzione.cli import app
+from attenzione.config import ModelConfig
+from attenzione.data import SentencePieceTokenizer, WordTokenizer
+from attenzione.model import Transformer
+from attenzione.translator import PRETRAINED_DIR, Translator
+
+SENTENCES = [
+    f"the {a} {n} is {v} today"
+    for a in ("red", "old", "big")
+    for n in ("cat", "dog", "house")
+    for v in ("here", "there")
+]
+
+
+@pytest.fixture(scope="module")
+def translator() -> Translator:
+    torch.manual_seed(0)
+    src = WordTokenizer.train(SENTENCES)
+    tgt = SentencePieceTokenizer.train(
+        [s.replace("the", "il") for s in SENTENCES] * 3, vocab_size=24
+    )
+    cfg = ModelConfig(
+        src_vocab_size=src.vocab_size,
+        tgt_vocab_size=tgt.vocab_size,
+        d_model=16,
+        n_heads=2,
+        d_head=8,
+        d_ff=32,
+        n_enc_layers=1,
+        n_dec_layers=1,
+        dropout=0.0,
+        max_len=32,
+    )
+    return Translator(Transformer(cfg), src, tgt, info={"max_src_tokens": 12})
+
+
+def test_empty_and_whitespace_lines_give_empty_lines(translator: Translator) -> None:
+    out = translator.translate(["", "   ", "the cat is here", "\t"], beam=2)
+    assert out[0] == out[1] == out[3] == ""
+    assert len(out) == 4
+
+
+def test_long_input_is_split_into_sentences_and_pieces(translator: Translator) -> None:
+    long = "the red cat is here. " * 6 + "the " + "old dog " * 20
+    pieces = translator._pieces(long.strip())
+    assert len(pieces) > 6
+    for piece in pieces:
+        assert len(translator.encode_source(piece)) <= translator.max_src_tokens
+    # Nothing dropped: every word of the input is in exactly one piece, in order.
+    assert " ".join(pieces).split() == long.split()
+    assert len(translator.translate([long], beam=1)) == 1
+
+
+def test_batch_results_come_back_in_input_order(translator: Translator) -> None:
+    texts = ["the cat is here today", "the big dog", "the old house is there", "cat"]
+    together = translator.translate(texts, beam=1, batch_size=2)
+    alone = [translator.translate(t, beam=1)[0] for t in texts]
+    assert together == alone
+
+
+def test_save_and_load_give_identical_translations(translator: Translator, tmp_path: Path) -> None:
+    translator.save_pretrained(tmp_path / "m")
+    again = Translator.from_pretrained(tmp_path / "m")
+    texts = ["the red cat is here", "the dog is there today"]
+    assert again.translate(texts, beam=3) == translator.translate(texts, beam=3)
+    half = tmp_path / "half"
+    translator.save_pretrained(half, dtype=torch.float16)
+    assert (half / "model.safetensors").stat().st_size < (
+        tmp_path / "m" / "model.safetensors"
+    ).stat().st_size
+
+
+def test_n_best_lists_distinct_hypotheses(translator: Translator) -> None:
+    hyps = translator.translate_n_best("the red cat is here", beam=4, n_best=3)
+    assert 1 <= len(hyps) <= 3
+    assert [s for _, s in hyps] == sorted((s for _, s in hyps), reverse=True)
+
+
+def test_sampling_is_reproducible_with_a_seed(translator: Translator) -> None:
+    a = translator.translate(["the cat is here"] * 3, sample=True, seed=5, temperature=2.0)
+    b = translator.translate(["the cat is here"] * 3, sample=True, seed=5, temperature=2.0)
+    assert a == b
+
+
+def test_missing_model_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        Translator.from_pretrained(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        Translator.from_pretrained(tmp_path / "empty")
+
+
+def test_cli_translate_errors_are_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["translate", "--model", str(tmp_path / "nope"), "hello"])
+    assert res.exit_code == 2
+    assert "does not exist" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["translate", "--input", str(tmp_path / "missing.txt")])
+    assert res.exit_code == 2 and "missing.txt" in res.output
+
+
+def test_cli_translate_file_to_file(translator: Translator, tmp_path: Path) -> None:
+    translator.save_pretrained(tmp_path / "m")
+    src = tmp_path / "in.txt"
+    src.write_text("the red cat is here\n\nthe dog is there\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    res = CliRunner().invoke(
+        app,
+        [
+            "translate",
+            "--model",
+            str(tmp_path / "m"),
+            "-i",
+            str(src),
+            "-o",
+            str(out),
+            "--beam",
+            "2",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+
+
+shipped = pytest.mark.skipif(
+    not (PRETRAINED_DIR / "model.safetensors").is_file(), reason="no shipped model in this checkout"
+)
+
+
+@shipped
+def test_shipped_model_translates_three_sentences() -> None:
+    tr = Translator.from_pretrained()
+    out = tr.translate(
+        ["Where is the train station?", "I love you.", "The cat is sleeping on the sofa."]
+    )
+    assert len(out) == 3 and all(o.strip() for o in out)
+    assert "stazione" in out[0].lower()
+    assert "ti amo" in out[1].lower()
+    assert "gatto" in out[2].lower()
+    assert "Tatoeba" in tr.info.get("attribution", "")

@@ -232,7 +232,7 @@ def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
         "--preset",
         "tiny",
         "--vocab-size",
-        "120",
+        "48",
         "--max-tokens",
         "400",
         "--dev-size",

@@ -173,7 +173,8 @@ class Trainer:
         }
 
     def _info(self) -> dict[str, Any]:
-        last_eval: dict[str, Any] = next((h for h in reversed(self.progress.history) if "dev_bleu" in h), {})
+        evals = [h for h in self.progress.history if "dev_bleu" in h]
+        last_eval: dict[str, Any] = evals[-1] if evals else {}
         return {
             "preset": self.cfg.preset,
             "step": self.progress.step,

@@ -56,7 +56,12 @@ class Tokenizer(ABC):
 # "tom" "'s"), Italian elisions kept on the article ("l'" "architettura"), and any other
 # non-space character as its own token.
 _WORD_RE = re.compile(
-    r"n't\b|'(?:s|re|ve|ll|d|m)\b|\w+'(?=\w)|\w+(?:[-.]\w+)*|[^\w\s]", re.IGNORECASE
+    r"\w+(?=n't\b)"  # "do" of "don't"
+    r"|n't\b|'(?:s|re|ve|ll|d|m)\b"  # English clitics, split off as GloVe does
+    r"|\w+'(?!(?:s|re|ve|ll|d|m)\b)(?=\w)"  # Italian elision: "l'", "dell'", "dov'"
+    r"|\w+(?:[-.]\w+)*"  # words, "e-mail", "2.5"
+    r"|[^\w\s]",  # any other symbol on its own
+    re.IGNORECASE,
 )
 _NO_SPACE_BEFORE = set(".,!?;:)]}%…»") | {"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"}
 _NO_SPACE_AFTER = set("([{«¿¡")
@@ -65,12 +70,8 @@ _NO_SPACE_AFTER = set("([{«¿¡")
 def _split_words(text: str) -> list[str]:
     tokens: list[str] = []
     for m in _WORD_RE.finditer(text):
-        tok = m.group(0)
-        # "don't" matches "don" then "n't" only if we cut the n: handle "do" + "n't".
-        if tok.lower() == "n't" and tokens and tokens[-1][-1:].lower() == "n":
-            tokens[-1] = tokens[-1][:-1]
-        tokens.append(tok)
-    return [t for t in tokens if t]
+        tokens.append(m.group(0))
+    return tokens
 
 
 class WordTokenizer(Tokenizer):

@@ -1,0 +1,88 @@
+"""Tokenizers: stable specials, Italian punctuation and apostrophes, save/load identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attenzione.data import SPECIALS, SentencePieceTokenizer, WordTokenizer, load_tokenizer
+
+ITALIAN = [
+    "L'architettura è stata introdotta nel 2017.",
+    "Dov'è la stazione?",
+    '"Sì," disse.',
+    "È stata un'idea dell'insegnante (non mia)!",
+]
+ENGLISH = ["I don't know Tom's car.", "The transformer architecture was introduced in 2017."]
+
+
+def test_word_tokenizer_splits_like_glove_and_rejoins_italian() -> None:
+    tok = WordTokenizer.train(ITALIAN + ENGLISH, lowercase=False)
+    assert tok.split("I don't know Tom's car.") == [
+        "I",
+        "do",
+        "n't",
+        "know",
+        "Tom",
+        "'s",
+        "car",
+        ".",
+    ]
+    assert tok.split("L'architettura è") == ["L'", "architettura", "è"]
+    for sentence in ITALIAN[:2] + ENGLISH:
+        assert tok.decode(tok.encode(sentence)) == sentence
+    assert tok.decode(tok.encode(ITALIAN[3])) == ITALIAN[3]
+
+
+def test_word_vocabulary_is_frequency_ordered_with_limits() -> None:
+    tok = WordTokenizer.train(["a a a b b c", "a b d"], min_count=2, max_size=6)
+    assert tok.vocab[:4] == list(SPECIALS)
+    assert tok.vocab[4:] == ["a", "b"]
+    assert tok.encode("c a") == [3, 4]  # unknown → <unk>
+    tok = WordTokenizer.train(["a b"], extra_words=["king", "a"])
+    assert tok.vocab[-1] == "king" and tok.vocab.count("a") == 1
+
+
+def test_word_tokenizer_lowercases_by_default() -> None:
+    tok = WordTokenizer.train(["The Cat"])
+    assert tok.encode("THE cat") == tok.encode("the Cat")
+    assert tok.tokens("The Cat") == ["the", "cat"]
+
+
+@pytest.fixture(scope="module")
+def spm() -> SentencePieceTokenizer:
+    texts = [f"{s} {i}" for i in range(60) for s in ITALIAN + ENGLISH]
+    return SentencePieceTokenizer.train(texts, vocab_size=70)
+
+
+def test_sentencepiece_specials_and_round_trip(spm: SentencePieceTokenizer) -> None:
+    assert [spm.id_to_token(i) for i in range(4)] == list(SPECIALS)
+    assert spm.vocab_size == 70
+    for sentence in ITALIAN + ENGLISH:
+        ids = spm.encode(sentence)
+        assert all(i > 2 for i in ids)
+        assert spm.decode(ids) == sentence
+        assert len(spm.tokens(sentence)) == len(ids)
+    assert spm.decode([1, *spm.encode("Dov'è?"), 2, 0, 0]) == "Dov'è?"
+
+
+def test_save_and_load_are_identical(spm: SentencePieceTokenizer, tmp_path: Path) -> None:
+    word = WordTokenizer.train(ITALIAN, lowercase=False)
+    for tok, name in ((spm, "spm"), (word, "word")):
+        tok.save(tmp_path / name)
+        again = load_tokenizer(tmp_path / name)
+        assert type(again) is type(tok) and again.vocab_size == tok.vocab_size
+        for sentence in ITALIAN + ENGLISH:
+            assert again.encode(sentence) == tok.encode(sentence)
+            assert again.decode(tok.encode(sentence)) == tok.decode(tok.encode(sentence))
+
+
+def test_bad_tokenizer_requests_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="vocab_size=5000"):
+        SentencePieceTokenizer.train(["tiny corpus"] * 5, vocab_size=5000)
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        load_tokenizer(tmp_path)
+    (tmp_path / "tokenizer.json").write_text('{"type": "bpe-magic"}')
+    with pytest.raises(ValueError, match="unknown tokenizer type"):
+        load_tokenizer(tmp_path)

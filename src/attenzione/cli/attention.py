@@ -1,0 +1,68 @@
+"""``attenzione attention``: heatmaps, an interactive page and one head explained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from attenzione.cli.common import fail, user_errors
+
+
+def attention(
+    sentence: str = typer.Argument(..., help="The English sentence to look inside."),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+    ),
+    reference: str | None = typer.Option(
+        None, "--reference", "-r", help="Teacher-force this translation instead of the model's."
+    ),
+    out: Path = typer.Option(Path("attention"), "--out", "-o", help="Directory for the files."),
+    layer: int | None = typer.Option(
+        None, "--layer", "-l", help="Layer of the large heatmaps and of --explain (0-based)."
+    ),
+    head: int | None = typer.Option(
+        None, "--head", help="Head of the large heatmaps and of --explain (default: average)."
+    ),
+    explain: bool = typer.Option(
+        False, "--explain", help="Print one head's computation for one token, with real numbers."
+    ),
+    kind: str = typer.Option(
+        "cross", "--kind", "-k", help="What --explain explains: encoder, decoder or cross."
+    ),
+    token: int = typer.Option(0, "--token", "-t", help="Query token that --explain explains."),
+    beam: int = typer.Option(4, "--beam", "-b", help="Beam size for the translation."),
+    png: bool = typer.Option(True, "--png/--no-png", help="Write the PNG heatmaps."),
+) -> None:
+    """Translate a sentence (or teacher-force --reference) and show every attention map."""
+    with user_errors():
+        if not sentence.strip():
+            fail("the sentence is empty")
+        if kind not in ("encoder", "decoder", "cross"):
+            fail(f"--kind must be encoder, decoder or cross, not {kind!r}")
+        if reference is not None and not reference.strip():
+            fail("--reference is empty")
+        from attenzione.translator import Translator
+        from attenzione.viz import save_heatmaps, save_html
+
+        translator = Translator.from_pretrained(model)
+        maps = translator.attention(sentence, reference, beam=beam)
+        explained = None
+        if explain:
+            from attenzione.explain import explain_head
+
+            ex_layer = layer if layer is not None else maps.layers(kind) - 1
+            ex_head = head if head is not None else 0
+            ex = explain_head(maps, kind, ex_layer, ex_head, token)
+            typer.echo(ex.format())
+            typer.echo("")
+            explained = (kind, ex_layer, ex_head, token)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        if png:
+            written += save_heatmaps(maps, out, layer=layer, head=head)
+        written.append(save_html(maps, out / "attention.html", explain=explained))
+        label = "reference" if maps.teacher_forced else "translation"
+        typer.echo(f"{label}: {maps.translation}")
+        for path in written:
+            typer.echo(f"wrote {path}")

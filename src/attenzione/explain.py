@@ -1,0 +1,293 @@
+"""Collect a sentence's attention maps and explain one head's arithmetic with real numbers.
+
+:func:`collect_attention` runs one teacher-forced pass with ``need_weights=True`` (which takes
+the reference ``math`` kernel) and keeps the weights the model returned, plus the query, key
+and value vectors each attention layer computed (read off the projections as the model runs,
+not recomputed). :func:`explain_head` then walks through seed 000's computation for one query
+token of one head:
+
+    scores_j = q_i · k_j,   scaled_j = scores_j / √d_head,   masked keys → −∞,
+    α_ij = softmax_j(scaled),   z_i = Σ_j α_ij v_j,   this head's share of the output = z_i W^O_h
+
+and checks that its α equals the weights the model returned.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attenzione import masks as M
+from attenzione.attention import MultiHeadAttention
+from attenzione.model import Transformer
+from attenzione.viz.maps import KINDS, AttentionMaps, display_tokens
+
+
+@contextmanager
+def _record_projections(model: Transformer) -> Iterator[dict[tuple[str, int], dict[str, Tensor]]]:
+    """While active, every attention layer's q, k, v (B,H,L,Dh) are recorded as computed."""
+    records: dict[tuple[str, int], dict[str, Tensor]] = {}
+    patched: list[MultiHeadAttention] = []
+
+    def wrap(attn: MultiHeadAttention, key: tuple[str, int]) -> None:
+        rec = records.setdefault(key, {})
+        qkv, q_only, kv = attn.project_qkv, attn.project_q, attn.project_kv
+
+        def project_qkv(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            q, k, v = qkv(x)
+            rec.update(q=q, k=k, v=v)
+            return q, k, v
+
+        def project_q(x: Tensor) -> Tensor:
+            q = q_only(x)
+            rec["q"] = q
+            return q
+
+        def project_kv(x: Tensor) -> tuple[Tensor, Tensor]:
+            k, v = kv(x)
+            rec.update(k=k, v=v)
+            return k, v
+
+        # Instance attributes shadow the methods for this pass only.
+        attn.project_qkv = project_qkv  # type: ignore[method-assign]
+        attn.project_q = project_q  # type: ignore[method-assign]
+        attn.project_kv = project_kv  # type: ignore[method-assign]
+        patched.append(attn)
+
+    for i, layer in enumerate(model.encoder_layers):
+        wrap(layer.self_attn, ("encoder", i))  # type: ignore[arg-type]
+    for i, layer in enumerate(model.decoder_layers):
+        wrap(layer.self_attn, ("decoder", i))  # type: ignore[arg-type]
+        wrap(layer.cross_attn, ("cross", i))  # type: ignore[arg-type]
+    try:
+        yield records
+    finally:
+        for attn in patched:
+            for name in ("project_qkv", "project_q", "project_kv"):
+                attn.__dict__.pop(name, None)
+
+
+def collect_attention(
+    model: Transformer,
+    src_ids: Tensor,
+    tgt_ids: Tensor,
+    *,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    out_tokens: list[str],
+    source: str = "",
+    translation: str = "",
+    teacher_forced: bool = False,
+) -> AttentionMaps:
+    """Every attention map of one sentence pair from a teacher-forced pass.
+
+    ``src_ids`` (1,S) and ``tgt_ids`` (1,T) (``<bos>`` + target) form a batch of one with no
+    padding. The returned maps carry the q/k/v vectors (``vectors``) and the model for
+    :func:`explain_head`.
+    """
+    if src_ids.dim() != 2 or tgt_ids.dim() != 2 or src_ids.shape[0] != 1 or tgt_ids.shape[0] != 1:
+        raise ValueError("collect_attention takes one sentence pair: src (1,S) and tgt (1,T)")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), _record_projections(model) as records:
+            out = model(src_ids, tgt_ids, need_weights=True)
+    finally:
+        model.train(was_training)
+    cfg = model.config
+    enc_mask = M.pairwise_padding_mask(src_ids, cfg.pad_id)[0, 0]  # (S,S)
+    t = tgt_ids.shape[1]
+    dec_mask = M.causal_mask(t)[0, 0] & M.pairwise_padding_mask(tgt_ids, cfg.pad_id)[0, 0]
+    cross_mask = (
+        M.is_real(tgt_ids, cfg.pad_id)[0][:, None] & M.is_real(src_ids, cfg.pad_id)[0][None, :]
+    )
+    vectors = {kind: [records[(kind, i)] for i in range(_count(model, kind))] for kind in KINDS}
+    return AttentionMaps(
+        src_tokens=list(src_tokens),
+        tgt_tokens=list(tgt_tokens),
+        out_tokens=list(out_tokens),
+        encoder=torch.stack([w[0] for w in out.encoder_attentions]).float(),
+        decoder=torch.stack([w[0] for w in out.decoder_self_attentions]).float(),
+        cross=torch.stack([w[0] for w in out.cross_attentions]).float(),
+        encoder_mask=enc_mask,
+        decoder_mask=dec_mask,
+        cross_mask=cross_mask,
+        source=source,
+        translation=translation,
+        teacher_forced=teacher_forced,
+        meta={"d_head": cfg.d_head, "layers": f"{cfg.n_enc_layers}+{cfg.n_dec_layers}"},
+        vectors=vectors,
+        model=model,
+    )
+
+
+def _count(model: Transformer, kind: str) -> int:
+    return len(model.encoder_layers) if kind == "encoder" else len(model.decoder_layers)
+
+
+@dataclass
+class HeadExplanation:
+    """Seed 000's computation for one query token of one head, with the model's numbers."""
+
+    kind: str
+    layer: int
+    head: int
+    token: int
+    query_token: str  # the decoder's: "input → the token it predicts"
+    key_tokens: list[str]
+    d_head: int
+    q: Tensor  # (Dh,)
+    k: Tensor  # (K,Dh)
+    v: Tensor  # (K,Dh)
+    scores: Tensor  # (K,)   q·k_j
+    scaled: Tensor  # (K,)   q·k_j / √d_head
+    allowed: Tensor  # (K,) bool
+    weights: Tensor  # (K,)   softmax over allowed keys
+    model_weights: Tensor  # (K,)  what the model returned
+    z: Tensor  # (Dh,)  Σ α_ij v_j
+    projected: Tensor  # (D,)  z W^O restricted to this head (its share of the output)
+
+    @property
+    def max_abs_difference(self) -> float:
+        """Largest |our α − the model's α|: the check that the explanation is the model."""
+        return float((self.weights - self.model_weights).abs().max())
+
+    def to_dict(self, decimals: int = 4) -> dict[str, Any]:
+        def r(t: Tensor) -> Any:
+            return torch.round(t.float(), decimals=decimals).tolist()
+
+        return {
+            "kind": self.kind,
+            "layer": self.layer,
+            "head": self.head,
+            "token": self.token,
+            "query_token": self.query_token,
+            "key_tokens": self.key_tokens,
+            "d_head": self.d_head,
+            "q": r(self.q),
+            "k": r(self.k),
+            "v": r(self.v),
+            "scores": r(self.scores),
+            "scaled": r(self.scaled),
+            "allowed": [bool(a) for a in self.allowed],
+            "weights": r(self.weights),
+            "model_weights": r(self.model_weights),
+            "z": r(self.z),
+            "projected": r(self.projected),
+            "max_abs_difference": self.max_abs_difference,
+        }
+
+    def format(self, decimals: int = 4, width: int = 6) -> str:
+        """The computation as text a reader can check by hand."""
+        f = f"{{:+.{decimals}f}}"
+
+        def vec(t: Tensor, limit: int = width) -> str:
+            vals = [f.format(float(x)) for x in t[:limit]]
+            more = f", … ({t.numel()} values)" if t.numel() > limit else ""
+            return "[" + ", ".join(vals) + more + "]"
+
+        rows = display_tokens(self.key_tokens)
+        lines = [
+            f"{self.kind} attention, layer {self.layer}, head {self.head}, "
+            f"query token {self.token} {self.query_token!r} (d_head = {self.d_head})",
+            "",
+            f"1. query  q_i = x_i W^Q_h = {vec(self.q)}",
+            "2. keys   k_j = x_j W^K_h, and the scores q_i · k_j:",
+        ]
+        scale = math.sqrt(self.d_head)
+        key_w = max(len(t) for t in rows) if rows else 1
+        for j, tok in enumerate(rows):
+            mark = "" if self.allowed[j] else "   masked: may not attend"
+            lines.append(
+                f"   j={j:<3d} {tok:<{key_w}}  k_j = {vec(self.k[j], 3)}  "
+                f"q·k = {f.format(float(self.scores[j]))}{mark}"
+            )
+        lines += [
+            f"3. divide by √d_head = √{self.d_head} = {scale:.4f};"
+            " masked keys become −∞; softmax over the rest:",
+        ]
+        for j, tok in enumerate(rows):
+            scaled = f.format(float(self.scaled[j])) if self.allowed[j] else "   −∞  "
+            lines.append(
+                f"   j={j:<3d} {tok:<{key_w}}  q·k/√d = {scaled}  "
+                f"α = {self.weights[j]:.{decimals}f}  (model: {self.model_weights[j]:.{decimals}f})"
+            )
+        lines += [
+            f"   Σ α = {float(self.weights.sum()):.{decimals}f}; largest |α − model's α| = "
+            f"{self.max_abs_difference:.2e}",
+            f"4. z_i = Σ_j α_ij v_j = {vec(self.z)}",
+            f"5. this head's share of the output, z_i W^O_h = {vec(self.projected)}",
+            "   (the layer's output adds the other heads' shares and the bias of W^O)",
+        ]
+        return "\n".join(lines)
+
+
+def explain_head(
+    maps: AttentionMaps, kind: str, layer: int, head: int, token: int
+) -> HeadExplanation:
+    """Explain query ``token`` of ``head`` in ``layer`` of ``kind`` with the recorded vectors."""
+    weights = maps.weights(kind)
+    n_layers, n_heads, n_q, _ = weights.shape
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer {layer} is out of range: the {kind} has layers 0..{n_layers - 1}")
+    if not 0 <= head < n_heads:
+        raise ValueError(f"head {head} is out of range: each layer has heads 0..{n_heads - 1}")
+    if not 0 <= token < n_q:
+        raise ValueError(f"token {token} is out of range: the queries are 0..{n_q - 1}")
+    vectors, model = maps.vectors, maps.model
+    if vectors is None or model is None:
+        raise ValueError("these maps carry no q/k/v vectors; build them with collect_attention")
+    rec = vectors[kind][layer]
+    q = rec["q"][0, head, token].float()  # (Dh,)
+    k = rec["k"][0, head].float()  # (K,Dh)
+    v = rec["v"][0, head].float()  # (K,Dh)
+    d_head = q.numel()
+    allowed = maps.mask(kind)[token].bool()
+    scores = k @ q  # (K,)
+    scaled = scores / math.sqrt(d_head)
+    alpha = torch.zeros_like(scaled)
+    if bool(allowed.any()):
+        alpha[allowed] = torch.softmax(scaled[allowed], dim=0)
+    z = alpha @ v  # (Dh,)
+    attn = _module(model, kind, layer)
+    w_o = attn.out_proj.weight.detach().float()  # (D, H·Dh)
+    projected = w_o[:, head * d_head : (head + 1) * d_head] @ z  # (D,)
+    rows, cols = maps.axes(kind)
+    return HeadExplanation(
+        kind=kind,
+        layer=layer,
+        head=head,
+        token=token,
+        query_token=rows[token]
+        if kind == "encoder"
+        else f"{maps.tgt_tokens[token]} → {rows[token]}",
+        key_tokens=list(cols),
+        d_head=d_head,
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        scaled=scaled,
+        allowed=allowed,
+        weights=alpha,
+        model_weights=weights[layer, head, token].float(),
+        z=z,
+        projected=projected,
+    )
+
+
+def _module(model: Transformer, kind: str, layer: int) -> MultiHeadAttention:
+    if kind == "encoder":
+        m = model.encoder_layers[layer].self_attn
+    elif kind == "decoder":
+        m = model.decoder_layers[layer].self_attn
+    else:
+        m = model.decoder_layers[layer].cross_attn
+    assert isinstance(m, MultiHeadAttention)
+    return m

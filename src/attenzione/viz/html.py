@@ -1,0 +1,131 @@
+"""A self-contained interactive HTML page for one sentence's attention.
+
+The page inlines its CSS, JavaScript (``assets/``, shipped in the package) and the maps as
+JSON, so it opens from ``file://`` with no network. It offers the three kinds, every layer,
+every head or their average, a lines view (queries on the left, keys on the right, line weight
+∝ attention, as in BertViz's head view) and a matrix view (masked cells hatched), and — when
+given — one head's arithmetic for every query token, with the model's real numbers.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from attenzione.viz.maps import AttentionMaps, display_tokens
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>attenzione · attention of “{title}”</title>
+<style>
+{css}
+</style>
+</head>
+<body>
+<h1>attenzione · attention</h1>
+<p class="sentence"><b>Source</b><span id="source"></span></p>
+<div class="tokens" id="src-tokens" aria-label="source tokens"></div>
+<p class="sentence"><b id="translation-label">Translation</b><span id="translation"></span></p>
+<div class="tokens" id="tgt-tokens" aria-label="target tokens"></div>
+<div class="controls">
+  <span><label>kind</label><span class="seg" id="kinds"></span></span>
+  <span><label for="layer">layer</label><select id="layer"></select></span>
+  <span><label for="head">head</label><select id="head"></select></span>
+  <span><label>view</label><span class="seg" id="views"></span></span>
+  <span><label for="numbers">numbers</label><input type="checkbox" id="numbers"></span>
+</div>
+<div id="status"></div>
+<div id="focus"></div>
+<div id="view"></div>
+<h2>One head, step by step</h2>
+<div id="explain"></div>
+<p class="hint">Decoder rows are labelled with the token each position predicts.
+Weights are the model's own (reference attention kernel); nothing here is recomputed.
+{meta}</p>
+<script type="application/json" id="attention-data">{data}</script>
+<script>
+{js}
+</script>
+</body>
+</html>
+"""
+
+
+def _asset(name: str) -> str:
+    return (resources.files("attenzione.viz") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _safe_json(obj: Any) -> str:
+    """JSON that cannot close the surrounding <script> element."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def explanation_data(maps: AttentionMaps, kind: str, layer: int, head: int) -> dict[str, Any]:
+    """One head's arithmetic for every query token, in the form the page reads."""
+    from attenzione.explain import explain_head
+
+    n_q = maps.weights(kind).shape[2]
+    steps = [explain_head(maps, kind, layer, head, i).to_dict() for i in range(n_q)]
+    first = steps[0]
+    return {
+        "kind": kind,
+        "layer": layer,
+        "head": head,
+        "token": 0,
+        "d_head": first["d_head"],
+        "query_tokens": display_tokens(maps.axes(kind)[0]),
+        "key_tokens": display_tokens(first["key_tokens"]),
+        "k": first["k"],
+        "v": first["v"],
+        "q": [s["q"] for s in steps],
+        "scores": [s["scores"] for s in steps],
+        "scaled": [s["scaled"] for s in steps],
+        "allowed": [s["allowed"] for s in steps],
+        "weights": [s["weights"] for s in steps],
+        "model_weights": [s["model_weights"] for s in steps],
+        "z": [s["z"] for s in steps],
+        "projected": [s["projected"] for s in steps],
+        "max_abs_difference": [s["max_abs_difference"] for s in steps],
+    }
+
+
+def render_html(
+    maps: AttentionMaps,
+    *,
+    explain: tuple[str, int, int, int] | None = None,
+) -> str:
+    """The page as a string. ``explain`` = (kind, layer, head, token) adds the step-by-step
+    panel for that head (every token of it is explained; ``token`` is the one shown first)."""
+    data = maps.to_dict()
+    if explain is not None:
+        kind, layer, head, token = explain
+        data["explain"] = explanation_data(maps, kind, layer, head)
+        data["explain"]["token"] = token
+    meta = " ".join(f"{html.escape(k)}: {html.escape(str(v))}." for k, v in data["meta"].items())
+    return _TEMPLATE.format(
+        title=html.escape(maps.source[:60]),
+        css=_asset("viewer.css"),
+        js=_asset("viewer.js"),
+        data=_safe_json(data),
+        meta=meta,
+    )
+
+
+def save_html(
+    maps: AttentionMaps,
+    path: str | Path,
+    *,
+    explain: tuple[str, int, int, int] | None = None,
+) -> Path:
+    """Write the page (``attention.html`` by convention) and return its path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(maps, explain=explain), encoding="utf-8")
+    return out

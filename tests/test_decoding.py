@@ -256,3 +256,32 @@ def test_length_cap_follows_source_length() -> None:
 def test_decode_config_rejects_bad_values(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         DecodeConfig(**kwargs)  # type: ignore[arg-type]
+
+
+class _EagerToStop:
+    """A real model whose every step puts most of the probability on <eos>."""
+
+    def __init__(self, model: Transformer) -> None:
+        self.model, self.config = model, model.config
+
+    def encode(self, src_ids: torch.Tensor) -> object:
+        return self.model.encode(src_ids)
+
+    def init_cache(self, *args: object, **kw: object) -> object:
+        return self.model.init_cache(*args, **kw)  # type: ignore[arg-type]
+
+    def decode(self, *args: object, **kw: object) -> object:
+        out = self.model.decode(*args, **kw)  # type: ignore[arg-type]
+        out.logits[..., self.config.eos_id] += 100.0
+        return out
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
+def test_min_len_forbids_an_early_eos(method: str) -> None:
+    model = _EagerToStop(_tiny_model())
+    free = generate(model, _batch(), DecodeConfig(method=method, max_len_a=0.0, max_len_b=6))
+    cfg = DecodeConfig(method=method, max_len_a=0.0, max_len_b=6, min_len=6, seed=0)
+    forced = generate(model, _batch(), cfg)
+    assert all(h[0].tokens == [] for h in free)
+    assert all(len(h[0].tokens) == 6 for h in forced)
+    assert all(model.config.eos_id not in h[0].tokens for h in forced)

@@ -170,6 +170,7 @@ class DecodeConfig(_JsonMixin):
     seed: int | None = None
     max_len_a: float = 1.5
     max_len_b: int = 10
+    min_len: int = 0  # <eos> is forbidden before this many new tokens (benchmarks use it)
 
     def __post_init__(self) -> None:
         _check(
@@ -187,6 +188,7 @@ class DecodeConfig(_JsonMixin):
         _check(self.length_penalty >= 0, f"length_penalty must be >= 0, got {self.length_penalty}")
         _check(self.max_len_a >= 0, f"max_len_a must be >= 0, got {self.max_len_a}")
         _check(self.max_len_b >= 1, f"max_len_b must be >= 1, got {self.max_len_b}")
+        _check(self.min_len >= 0, f"min_len must be >= 0, got {self.min_len}")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ def greedy_or_sample(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[lis
     log_probs = [0.0] * b
     for step in range(int(limits.max())):
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
+        if step < cfg.min_len:
+            logits[:, mc.eos_id] = float("-inf")
         logp = torch.log_softmax(logits, dim=-1)
         if sample:
             filtered = _filter_logits(logits / cfg.temperature, cfg.top_k, cfg.top_p)
@@ -137,6 +139,8 @@ def beam_search(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[list[Hyp
     for step in range(int(limits.max())):
         n = len(live)
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (n·K,V)
+        if step < cfg.min_len:
+            logits[:, mc.eos_id] = float("-inf")
         v = logits.shape[-1]
         cand = scores.view(n * k, 1) + torch.log_softmax(logits, dim=-1)  # (n·K,V)
         top_s, top_i = cand.view(n, k * v).topk(min(2 * k, k * v), dim=1)  # (n,2K)

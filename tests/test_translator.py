@@ -149,3 +149,15 @@ def test_shipped_model_translates_three_sentences() -> None:
     assert "ti amo" in out[1].lower()
     assert "gatto" in out[2].lower()
     assert "Tatoeba" in tr.info.get("attribution", "")
+
+
+def test_precisions_load_and_translate(translator: Translator, tmp_path: Path) -> None:
+    translator.save_pretrained(tmp_path / "m")
+    for precision in ("bf16", "int8"):
+        fast = Translator.from_pretrained(tmp_path / "m", precision=precision)
+        out = fast.translate(["the red cat is here", ""], beam=2)
+        assert len(out) == 2 and out[1] == ""
+    res = CliRunner().invoke(
+        app, ["translate", "--model", str(tmp_path / "m"), "--precision", "fp8", "hello"]
+    )
+    assert res.exit_code == 2 and "precision must be one of" in res.output

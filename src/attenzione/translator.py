@@ -62,8 +62,18 @@ class Translator:
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
-    def from_pretrained(cls, path: str | Path | None = None) -> Translator:
-        """Load a model directory; ``None`` loads the English→Italian model shipped inside."""
+    def from_pretrained(
+        cls, path: str | Path | None = None, *, precision: str = "fp32"
+    ) -> Translator:
+        """Load a model directory; ``None`` loads the English→Italian model shipped inside.
+
+        ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
+        approximate; see :mod:`attenzione.speed`).
+        """
+        from attenzione.speed import PRECISIONS, for_inference
+
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         directory = Path(path) if path is not None else PRETRAINED_DIR
         if not directory.exists():
             if path is None:
@@ -72,7 +82,7 @@ class Translator:
                     "pass --model DIR"
                 )
             raise FileNotFoundError(f"model directory {directory} does not exist")
-        model = Transformer.load(directory)
+        model = for_inference(Transformer.load(directory), precision)
         src_tok, tgt_tok = load_tokenizers(directory)
         return cls(model, src_tok, tgt_tok, info=read_info(directory))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -16,6 +17,9 @@ def evaluate(
     ),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Model directory (default: the shipped model)."
+    ),
+    precision: str = typer.Option(
+        "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
     beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
     hypotheses: Path | None = typer.Option(
@@ -33,15 +37,28 @@ def evaluate(
         from attenzione.translator import Translator
 
         pairs = load_corpus(data)[:limit]
-        translator = Translator.from_pretrained(model)
+        translator = Translator.from_pretrained(model, precision=precision)
+        started = time.perf_counter()
         hyps = translator.translate([s for s, _ in pairs], beam=beam)
+        seconds = time.perf_counter() - started
         scores = corpus_scores(hyps, [t for _, t in pairs])
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         if as_json:
             typer.echo(
-                json.dumps({**scores.to_dict(), "beam": beam, "hypotheses": str(out)}, indent=2)
+                json.dumps(
+                    {
+                        **scores.to_dict(),
+                        "beam": beam,
+                        "precision": precision,
+                        "sentences": len(pairs),
+                        "seconds": round(seconds, 2),
+                        "hypotheses": str(out),
+                    },
+                    indent=2,
+                )
             )
         else:
             typer.echo(str(scores))
+            typer.echo(f"{len(pairs)} sentences translated in {seconds:.1f} s ({precision})")
             typer.echo(f"hypotheses written to {out}")

@@ -21,6 +21,9 @@ def translate(
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
     ),
+    precision: str = typer.Option(
+        "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
+    ),
     beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
     sample: bool = typer.Option(False, "--sample", help="Sample instead of searching."),
     temperature: float = typer.Option(1.0, help="Sampling temperature."),
@@ -51,7 +54,7 @@ def translate(
             fail("nothing to translate: give a sentence, --input FILE, or pipe text in")
         from attenzione.translator import Translator
 
-        translator = Translator.from_pretrained(model)
+        translator = Translator.from_pretrained(model, precision=precision)
         if n_best > 1:
             if len(lines) != 1:
                 fail("--n-best works on one sentence at a time")

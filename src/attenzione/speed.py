@@ -1,0 +1,95 @@
+"""Inference precisions: fp32 (the reference), bf16 weights, int8 dynamic quantization.
+
+* ``"bf16"`` — the whole model cast to bfloat16 once (not autocast, which would re-cast the
+  fp32 weights at every call): half the weight traffic, AVX-512 BF16 matrix multiplies.
+  Attention then takes the ``math`` backend (the fused CPU kernel is slow in bf16).
+* ``"int8"`` — every linear layer replaced by PyTorch's dynamically quantized int8 linear
+  (weights int8 per tensor, activations quantized on the fly; fbgemm uses AVX-512 VNNI).
+  Attention's fused Q/K/V weight is also split into a Q part and a K/V part so that
+  cross-attention keeps its two one-multiply projections.
+
+Both are approximations of the fp32 model; the test suite bounds how far their logits move
+and the README reports their BLEU cost on the dev set (``attenzione evaluate --precision``).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attenzione.attention import MultiHeadAttention
+from attenzione.model import Transformer
+
+Precision = Literal["fp32", "bf16", "int8"]
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
+
+
+class _Int8Attention(MultiHeadAttention):
+    """MultiHeadAttention whose projections are int8 linear modules (inference only)."""
+
+    q_only: nn.Module
+    kv_only: nn.Module
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return self._heads(self.q_only(x))
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        k, v = self.kv_only(x).chunk(2, dim=-1)
+        return self._heads(k), self._heads(v)
+
+    def _slice(self, part: int) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - guard
+        raise RuntimeError("an int8 model has no float projection weights to slice")
+
+
+def _linear_from(weight: Tensor, bias: Tensor | None) -> nn.Linear:
+    lin = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
+    with torch.no_grad():
+        lin.weight.copy_(weight)
+        if bias is not None:
+            lin.bias.copy_(bias)
+    return lin
+
+
+def quantize_int8(model: Transformer) -> Transformer:
+    """An int8 copy of ``model`` for CPU inference (the original is left untouched)."""
+    m = copy.deepcopy(model).float().eval()
+    for module in m.modules():
+        if isinstance(module, MultiHeadAttention):
+            w, b = module.qkv_proj.weight, module.qkv_proj.bias
+            n = module.inner
+            module.q_only = _linear_from(w[:n], None if b is None else b[:n])
+            module.kv_only = _linear_from(w[n:], None if b is None else b[n:])
+            module.__class__ = _Int8Attention
+    if m.config.tie_embeddings:  # the output layer gets its own (quantized) copy
+        m.generator = _linear_from(m.generator.weight.detach().clone(), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao's deprecation notice about torchao
+        from torch.ao.quantization import quantize_dynamic
+
+        q: Transformer = quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
+    return q
+
+
+def for_inference(model: Transformer, precision: str = "fp32") -> Transformer:
+    """The model to decode with at ``precision`` (``fp32`` returns ``model`` itself)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "fp32":
+        return model.float().eval()
+    if precision == "bf16":
+        return copy.deepcopy(model).to(torch.bfloat16).eval()
+    return quantize_int8(model)
+
+
+def logits_difference(a: Transformer, b: Transformer, src: Tensor, tgt: Tensor) -> float:
+    """Largest |log-softmax(a) − log-softmax(b)| over real target positions (a test helper)."""
+    with torch.inference_mode():
+        la = F.log_softmax(a(src, tgt).logits.float(), dim=-1)
+        lb = F.log_softmax(b(src, tgt).logits.float(), dim=-1)
+    real = tgt != a.config.pad_id
+    return float((la - lb).abs()[real].max())

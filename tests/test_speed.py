@@ -1,0 +1,83 @@
+"""Inference precisions: bf16 and int8 stay close to the fp32 reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.decoding import generate
+from attenzione.model import Transformer
+from attenzione.speed import for_inference, logits_difference, quantize_int8
+
+
+def _model(tie: bool) -> Transformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=64,
+        n_heads=4,
+        d_head=16,
+        d_ff=128,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+        share_src_tgt_embeddings=tie,
+        tie_embeddings=tie,
+    )
+    return Transformer(cfg).eval()
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(4, 60, (6, 11), generator=g)
+    src[2, 7:] = 0
+    tgt = torch.randint(4, 60, (6, 9), generator=g)
+    tgt[:, 0] = 1
+    tgt[4, 5:] = 0
+    return src, tgt
+
+
+# Stated tolerances on the log-probabilities of a random model (|Δ log p| over all tokens).
+TOLERANCE = {"bf16": 0.1, "int8": 0.3}
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+@pytest.mark.parametrize("tie", [True, False])
+def test_low_precision_log_probs_stay_within_tolerance(precision: str, tie: bool) -> None:
+    ref = _model(tie)
+    fast = for_inference(ref, precision)
+    src, tgt = _batch()
+    diff = logits_difference(ref, fast, src, tgt)
+    assert 0 < diff < TOLERANCE[precision], diff  # > 0: it really is another computation
+
+
+def test_int8_replaces_every_linear_and_leaves_the_original_alone() -> None:
+    ref = _model(True)
+    before = {k: v.clone() for k, v in ref.state_dict().items()}
+    q = quantize_int8(ref)
+    assert not any(type(m) is torch.nn.Linear for m in q.modules())
+    for k, v in ref.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_low_precision_decoding_runs_on_the_cache_and_mostly_agrees(precision: str) -> None:
+    ref = _model(True)
+    fast = for_inference(ref, precision)
+    src, _ = _batch()
+    for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=3)):
+        a = [h[0].tokens for h in generate(ref, src, cfg)]
+        b = [h[0].tokens for h in generate(fast, src, cfg)]
+        assert len(b) == len(a) and all(len(t) > 0 for t in b)
+        # the first tokens are the most certain; they must match on most sentences
+        assert sum(x[:2] == y[:2] for x, y in zip(a, b, strict=True)) >= 4
+
+
+def test_unknown_precision_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16, int8"):
+        for_inference(_model(True), "fp8")

@@ -130,10 +130,10 @@ def bench_decode(systems: list[System], d: Dims, repeats: int, warmup: int) -> N
     src64, _, _, _ = fixed_batch(64, 12, d.vocab, seed=1)
     src1 = src64[:1]
     att = next(s for s in systems if isinstance(s, Attenzione))
+    systems = [*systems, att.inference("bf16"), att.inference("int8")]
     greedy: dict[str, Callable[[], Any]] = {
         s.name: (lambda s=s: s.greedy(src64, 24)) for s in systems
     }
-    greedy["attenzione bf16"] = lambda: att.greedy(src64, 24, bf16=True)
     secs = _interleaved(greedy, max(3, repeats // 2), 1)
     _report(
         "greedy decoding, batch 64, 12-token sources, 24 new tokens",
@@ -152,7 +152,6 @@ def bench_decode(systems: list[System], d: Dims, repeats: int, warmup: int) -> N
     beams = {
         s.name: (lambda s=s: s.beam(src32, 4, 24)) for s in systems if not isinstance(s, TorchNN)
     }
-    beams["attenzione bf16"] = lambda: att.beam(src32, 4, 24, bf16=True)
     secs = _interleaved(beams, max(3, repeats // 2), 1)
     _report("beam 4, batch 32, 24 new tokens", "sentences/s", {n: 32 / t for n, t in secs.items()})
 

@@ -113,6 +113,15 @@ class Attenzione(System):
         self.opt.step()
         return float(loss.detach())
 
+    def inference(self, precision: str) -> Attenzione:
+        """A decoding-only view of this system at another precision (bf16 weights, int8)."""
+        from attenzione.speed import for_inference
+
+        view = object.__new__(Attenzione)
+        view.model = for_inference(self.model, precision)
+        view.name = f"attenzione {precision}"
+        return view
+
     def _decode(self, src: Tensor, cfg: DecodeConfig, bf16: bool) -> Any:
         self.model.eval()
         with _autocast(bf16):

@@ -62,7 +62,7 @@ def _math(
 ) -> tuple[Tensor, Tensor]:
     """softmax(QKᵀ·scale + mask) V, returning (out (B,H,Tq,Dv), weights (B,H,Tq,Tk))."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B,H,Tq,Dk)@(B,H,Dk,Tk) -> (B,H,Tq,Tk)
-    if is_causal:
+    if is_causal and q.shape[-2] > 1:  # a single (last) query sees every key
         tq, tk = scores.shape[-2:]
         causal = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(diagonal=tk - tq)
         mask = causal if mask is None else mask & causal
@@ -88,6 +88,8 @@ def _fused(
 ) -> Tensor:
     """torch's SDPA kernel, with empty rows handled as in :func:`_math`."""
     tq, tk = q.shape[-2], k.shape[-2]
+    if is_causal and tq == 1:
+        is_causal = False  # one query at the last position sees every key: nothing to mask
     if is_causal and (mask is not None or tq != tk):
         # SDPA's is_causal cannot be combined with a mask and aligns its triangle top-left;
         # a query block after cached keys needs it bottom-right, so build it explicitly.

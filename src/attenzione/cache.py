@@ -50,6 +50,16 @@ class KVCache:
     length: int = 0
     capacity: int = 64
     _pending: int = field(default=0, repr=False)
+    # True when no source position is padding: cross-attention then needs no mask at all.
+    no_padding: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.no_padding = bool(self.memory_mask.all())
+
+    @property
+    def cross_mask(self) -> Tensor | None:
+        """The mask cross-attention needs during incremental decoding (None: all real)."""
+        return None if self.no_padding else self.memory_mask
 
     @property
     def batch_size(self) -> int:
@@ -97,6 +107,7 @@ class KVCache:
                 lc.self_k = _select_prefix(lc.self_k, indices, self.length)
                 lc.self_v = _select_prefix(lc.self_v, indices, self.length)
         self.memory_mask = self.memory_mask.index_select(0, indices)
+        self.no_padding = self.no_padding or bool(self.memory_mask.all())
         return self
 
 

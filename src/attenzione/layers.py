@@ -35,7 +35,8 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         h = F.relu(self.linear1(x))  # (B,L,F)
-        h = F.dropout(h, p=self.dropout, training=self.training)
+        if self.training and self.dropout > 0:  # no call at all at inference
+            h = F.dropout(h, p=self.dropout)
         out: Tensor = self.linear2(h)
         return out
 
@@ -56,7 +57,9 @@ class _Residual(nn.Module):
 
     def outer(self, x: Tensor, sub: Tensor) -> Tensor:
         """Combine the input with the sub-layer's output ``sub``."""
-        y = x + F.dropout(sub, p=self.dropout, training=self.training)
+        if self.training and self.dropout > 0:
+            sub = F.dropout(sub, p=self.dropout)
+        y = x + sub
         out: Tensor = y if self.pre_norm else self.norm(y)
         return out
 

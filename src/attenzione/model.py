@@ -97,6 +97,8 @@ class Transformer(nn.Module):
     def _embed(self, embed: TokenEmbedding, ids: Tensor, offset: int = 0) -> Tensor:
         """(B,L) ids → (B,L,D): scaled token vectors + positions offset..offset+L-1."""
         x = embed(ids) + self.positions(ids.shape[1], offset)  # (B,L,D) + (L,D)
+        if not self.training:
+            return x
         out: Tensor = self.dropout(x)
         return out
 
@@ -147,7 +149,7 @@ class Transformer(nn.Module):
         if memory_mask is None:
             raise ValueError("decode needs memory_mask (or a cache that carries it)")
         self_mask: Tensor | None = None  # causal alone: exact for right-padded targets
-        cross_mask: Tensor = memory_mask
+        cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
         t = tgt_ids.shape[1]
         if need_weights:
             real = M.is_real(tgt_ids, cfg.pad_id)  # (B,T)

@@ -68,8 +68,22 @@ class System:
     name = "?"
     pad = PAD
 
-    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
+    model: nn.Module
+    opt: torch.optim.Optimizer
+
+    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
+        """One optimizer step; every system shares this loss and optimizer."""
+        self.model.train()
+        self.opt.zero_grad(set_to_none=True)
+        with _autocast(bf16):
+            logits = self.logits(src, tgt_in)
+        loss = _loss(logits, tgt_out, PAD)
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
 
     def greedy(self, src: Tensor, new_tokens: int, bf16: bool = False) -> Any:
         raise NotImplementedError
@@ -103,15 +117,9 @@ class Attenzione(System):
         self.model = Transformer(cfg)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
-        self.model.train()
-        self.opt.zero_grad(set_to_none=True)
-        with _autocast(bf16):
-            logits = self.model(src, tgt_in).logits
-        loss = _loss(logits, tgt_out, PAD)
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
+    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        out: Tensor = self.model(src, tgt_in).logits
+        return out
 
     def inference(self, precision: str) -> Attenzione:
         """A decoding-only view of this system at another precision (bf16 weights, int8)."""
@@ -196,15 +204,9 @@ class TorchNN(System):
         self.model = _TorchNNModel(d)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
-        self.model.train()
-        self.opt.zero_grad(set_to_none=True)
-        with _autocast(bf16):
-            logits = self.model(src, tgt_in)
-        loss = _loss(logits, tgt_out, PAD)
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
+    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        out: Tensor = self.model(src, tgt_in)
+        return out
 
     @torch.inference_mode()
     def greedy(self, src: Tensor, new_tokens: int, bf16: bool = False) -> Any:
@@ -260,21 +262,15 @@ class Marian(System):
         self.model = MarianMTModel(marian_config(d))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
-        self.model.train()
-        self.opt.zero_grad(set_to_none=True)
+    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         src, tgt_in = self.remap(src), self.remap(tgt_in)
-        with _autocast(bf16):
-            logits = self.model(
-                input_ids=src,
-                attention_mask=(src != self.pad).long(),
-                decoder_input_ids=tgt_in,
-                decoder_attention_mask=(tgt_in != self.pad).long(),
-            ).logits
-        loss = _loss(logits, tgt_out, PAD)
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
+        out: Tensor = self.model(
+            input_ids=src,
+            attention_mask=(src != self.pad).long(),
+            decoder_input_ids=tgt_in,
+            decoder_attention_mask=(tgt_in != self.pad).long(),
+        ).logits
+        return out
 
     @torch.inference_mode()
     def _generate(self, src: Tensor, new_tokens: int, beams: int, bf16: bool) -> Any:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.config import ModelConfig
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
-from attenzione.explain import collect_attention, explain_head
+from attenzione.explain import collect_attention, explain_head, explanation_data
 from attenzione.model import Transformer
 from attenzione.translator import Translator
 from attenzione.viz import KINDS, AttentionMaps, display_tokens, plot_attention, save_heatmaps
@@ -191,7 +191,7 @@ def test_pngs_for_every_kind_are_written_and_not_blank(maps: AttentionMaps, tmp_
 
 
 def test_html_page_is_self_contained_and_carries_the_models_weights(maps: AttentionMaps) -> None:
-    page = render_html(maps, explain=("cross", 1, 0, 2))
+    page = render_html(maps, explain=explanation_data(maps, "cross", 1, 0, 2))
     assert "<script src" not in page and "<link" not in page and "fetch(" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page)
     data = re.search(
@@ -263,7 +263,9 @@ def test_viewer_in_headless_chromium(maps: AttentionMaps, tmp_path: Path) -> Non
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    page = save_html(maps, tmp_path / "attention.html", explain=("cross", 1, 0, 2))
+    page = save_html(
+        maps, tmp_path / "attention.html", explain=explanation_data(maps, "cross", 1, 0, 2)
+    )
     driver = _chrome()
     try:
         driver.get(page.as_uri())

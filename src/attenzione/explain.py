@@ -291,3 +291,33 @@ def _module(model: Transformer, kind: str, layer: int) -> MultiHeadAttention:
         m = model.decoder_layers[layer].cross_attn
     assert isinstance(m, MultiHeadAttention)
     return m
+
+
+def explanation_data(
+    maps: AttentionMaps, kind: str, layer: int, head: int, token: int = 0
+) -> dict[str, Any]:
+    """One head's arithmetic for every query token, in the form the HTML page reads
+    (``token`` is the one it shows first)."""
+    n_q = maps.weights(kind).shape[2]
+    steps = [explain_head(maps, kind, layer, head, i).to_dict() for i in range(n_q)]
+    first = steps[0]
+    return {
+        "kind": kind,
+        "layer": layer,
+        "head": head,
+        "token": token,
+        "d_head": first["d_head"],
+        "query_tokens": display_tokens(maps.axes(kind)[0]),
+        "key_tokens": display_tokens(first["key_tokens"]),
+        "k": first["k"],
+        "v": first["v"],
+        "q": [s["q"] for s in steps],
+        "scores": [s["scores"] for s in steps],
+        "scaled": [s["scaled"] for s in steps],
+        "allowed": [s["allowed"] for s in steps],
+        "weights": [s["weights"] for s in steps],
+        "model_weights": [s["model_weights"] for s in steps],
+        "z": [s["z"] for s in steps],
+        "projected": [s["projected"] for s in steps],
+        "max_abs_difference": [s["max_abs_difference"] for s in steps],
+    }

@@ -49,14 +49,14 @@ def attention(
         maps = translator.attention(sentence, reference, beam=beam)
         explained = None
         if explain:
-            from attenzione.explain import explain_head
+            from attenzione.explain import explain_head, explanation_data
 
             ex_layer = layer if layer is not None else maps.layers(kind) - 1
             ex_head = head if head is not None else 0
             ex = explain_head(maps, kind, ex_layer, ex_head, token)
             typer.echo(ex.format())
             typer.echo("")
-            explained = (kind, ex_layer, ex_head, token)
+            explained = explanation_data(maps, kind, ex_layer, ex_head, token)
         out.mkdir(parents=True, exist_ok=True)
         written = []
         if png:

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from attenzione.viz.maps import AttentionMaps, display_tokens
+from attenzione.viz.maps import AttentionMaps
 
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
@@ -67,47 +67,12 @@ def _safe_json(obj: Any) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def explanation_data(maps: AttentionMaps, kind: str, layer: int, head: int) -> dict[str, Any]:
-    """One head's arithmetic for every query token, in the form the page reads."""
-    from attenzione.explain import explain_head
-
-    n_q = maps.weights(kind).shape[2]
-    steps = [explain_head(maps, kind, layer, head, i).to_dict() for i in range(n_q)]
-    first = steps[0]
-    return {
-        "kind": kind,
-        "layer": layer,
-        "head": head,
-        "token": 0,
-        "d_head": first["d_head"],
-        "query_tokens": display_tokens(maps.axes(kind)[0]),
-        "key_tokens": display_tokens(first["key_tokens"]),
-        "k": first["k"],
-        "v": first["v"],
-        "q": [s["q"] for s in steps],
-        "scores": [s["scores"] for s in steps],
-        "scaled": [s["scaled"] for s in steps],
-        "allowed": [s["allowed"] for s in steps],
-        "weights": [s["weights"] for s in steps],
-        "model_weights": [s["model_weights"] for s in steps],
-        "z": [s["z"] for s in steps],
-        "projected": [s["projected"] for s in steps],
-        "max_abs_difference": [s["max_abs_difference"] for s in steps],
-    }
-
-
-def render_html(
-    maps: AttentionMaps,
-    *,
-    explain: tuple[str, int, int, int] | None = None,
-) -> str:
-    """The page as a string. ``explain`` = (kind, layer, head, token) adds the step-by-step
-    panel for that head (every token of it is explained; ``token`` is the one shown first)."""
+def render_html(maps: AttentionMaps, *, explain: dict[str, Any] | None = None) -> str:
+    """The page as a string. ``explain`` (from :func:`attenzione.explain.explanation_data`)
+    adds the step-by-step panel for one head, every query token of it."""
     data = maps.to_dict()
     if explain is not None:
-        kind, layer, head, token = explain
-        data["explain"] = explanation_data(maps, kind, layer, head)
-        data["explain"]["token"] = token
+        data["explain"] = explain
     meta = " ".join(f"{html.escape(k)}: {html.escape(str(v))}." for k, v in data["meta"].items())
     return _TEMPLATE.format(
         title=html.escape(maps.source[:60]),
@@ -119,10 +84,7 @@ def render_html(
 
 
 def save_html(
-    maps: AttentionMaps,
-    path: str | Path,
-    *,
-    explain: tuple[str, int, int, int] | None = None,
+    maps: AttentionMaps, path: str | Path, *, explain: dict[str, Any] | None = None
 ) -> Path:
     """Write the page (``attention.html`` by convention) and return its path."""
     out = Path(path)

@@ -145,7 +145,16 @@ def test_cached_step_by_step_decoding_equals_full_forward(kw: dict[str, object])
     cache = model.init_cache(enc.memory, enc.memory_mask)
     chunks = [model.decode(tgt[:, a:b], cache=cache).logits for a, b in ((0, 3), (3, 4), (4, 7))]
     torch.testing.assert_close(torch.cat(chunks, 1), full, atol=1e-5, rtol=1e-5)
-    assert cache.length == 7
+    assert cache.length == 7 and not cache.no_padding
+    # an unpadded source batch takes the mask-free cross-attention path: same logits
+    src = src.clone()
+    src[src == PAD] = 6
+    full = model(src, tgt).logits
+    enc = model.encode(src)
+    cache = model.init_cache(enc.memory, enc.memory_mask)
+    assert cache.no_padding and cache.cross_mask is None
+    steps = [model.decode(tgt[:, t : t + 1], cache=cache).logits for t in range(tgt.shape[1])]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
 
 
 def test_cache_reorder_follows_the_chosen_rows() -> None:

@@ -54,6 +54,9 @@ PRESETS = {
 
 
 def _loss(logits: Tensor, target: Tensor, pad: int) -> Tensor:
+    """Mean label-smoothed CE over real tokens; ``logits`` (B,T,V) or (N,V) at real tokens."""
+    if logits.dim() == 2:
+        target = target[target != pad]
     v = logits.shape[-1]
     return F.cross_entropy(
         logits.reshape(-1, v).float(), target.reshape(-1), ignore_index=pad, label_smoothing=0.1
@@ -71,7 +74,7 @@ class System:
     model: nn.Module
     opt: torch.optim.Optimizer
 
-    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def logits(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
         raise NotImplementedError
 
     def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, bf16: bool) -> float:
@@ -79,7 +82,7 @@ class System:
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
         with _autocast(bf16):
-            logits = self.logits(src, tgt_in)
+            logits = self.logits(src, tgt_in, tgt_out)
         loss = _loss(logits, tgt_out, PAD)
         loss.backward()
         self.opt.step()
@@ -117,8 +120,9 @@ class Attenzione(System):
         self.model = Transformer(cfg)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        out: Tensor = self.model(src, tgt_in).logits
+    def logits(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        # our training path: the output layer runs on real target positions only
+        out: Tensor = self.model(src, tgt_in, logits_at=tgt_out != PAD).logits
         return out
 
     def inference(self, precision: str) -> Attenzione:
@@ -204,7 +208,7 @@ class TorchNN(System):
         self.model = _TorchNNModel(d)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def logits(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
         out: Tensor = self.model(src, tgt_in)
         return out
 
@@ -262,7 +266,7 @@ class Marian(System):
         self.model = MarianMTModel(marian_config(d))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
 
-    def logits(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def logits(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
         src, tgt_in = self.remap(src), self.remap(tgt_in)
         out: Tensor = self.model(
             input_ids=src,

@@ -236,3 +236,13 @@ def test_a_tiny_model_learns_to_reverse_sequences() -> None:
     with torch.no_grad():
         acc = (model(src, tgt_in).logits.argmax(-1) == out).float().mean()
     assert acc >= 0.99
+
+
+def test_logits_at_real_positions_equal_the_full_logits_there() -> None:
+    model = _model()
+    src, tgt = _batch()
+    real = tgt != PAD
+    full = model(src, tgt).logits
+    picked = model(src, tgt, logits_at=real).logits
+    assert picked.shape == (int(real.sum()), full.shape[-1])
+    torch.testing.assert_close(picked, full[real])

@@ -53,10 +53,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def trained_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny model trained 150 steps then resumed to 300 (shared by several tests)."""
+    """A tiny model trained 150 steps then resumed to 500 (shared by several tests)."""
     out = tmp_path_factory.mktemp("run") / "toy"
     train(_cfg(corpus, out, max_steps=150, eval_every=100), **QUIET)
-    train(_cfg(corpus, out, max_steps=300, eval_every=100), resume=True, **QUIET)
+    train(_cfg(corpus, out, max_steps=500, eval_every=100), resume=True, **QUIET)
     return out
 
 
@@ -95,9 +95,9 @@ def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) 
     losses = [r["train_loss"] for r in records if "train_loss" in r]
     evals = [r for r in records if "dev_bleu" in r]
     assert losses[-1] < 0.6 * losses[0]
-    assert [r["step"] for r in evals] == [100, 150, 200, 300]  # resumed at 150, not at 0
+    assert [r["step"] for r in evals] == [100, 150, 200, 300, 400, 500]  # resumed at 150, not at 0
     info = json.loads((trained_run / "last" / "info.json").read_text())
-    assert info["step"] == 300 and "Tatoeba" in info["attribution"]
+    assert info["step"] == 500 and "Tatoeba" in info["attribution"]
 
 
 def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:
@@ -122,7 +122,7 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     )
     assert res.exit_code == 0, res.output
     scores = json.loads(res.output[res.output.index("{") :])
-    assert 0.0 <= scores["bleu"] <= 100.0 and scores["chrf"] > 20.0
+    assert 0.0 <= scores["bleu"] <= 100.0 + 1e-9 and scores["chrf"] > 20.0
     assert "BLEU" not in scores["bleu_signature"] or "nrefs:1" in scores["bleu_signature"]
     assert (tmp_path / "test.tsv.hyp.txt").read_text().count("\n") == scores["n_sentences"]
 

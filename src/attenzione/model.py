@@ -134,6 +134,7 @@ class Transformer(nn.Module):
         *,
         cache: KVCache | None = None,
         need_weights: bool = False,
+        logits_at: Tensor | None = None,
     ) -> DecoderOutput:
         """Run the decoder and the output projection.
 
@@ -177,15 +178,29 @@ class Transformer(nn.Module):
                 cross_maps.append(cw)
         if cache is not None:
             cache.advance()
-        logits = self.generator(self.decoder_norm(x))  # (B,T,D) -> (B,T,V)
+        if logits_at is not None:
+            x = x[logits_at]  # (B,T,D) -> (N,D): only the positions asked for
+        logits = self.generator(self.decoder_norm(x))  # (B,T,D) -> (B,T,V), or (N,V)
         return DecoderOutput(logits, cache, self_maps, cross_maps)
 
     def forward(
-        self, src_ids: Tensor, tgt_ids: Tensor, need_weights: bool = False
+        self,
+        src_ids: Tensor,
+        tgt_ids: Tensor,
+        need_weights: bool = False,
+        *,
+        logits_at: Tensor | None = None,
     ) -> Seq2SeqOutput:
-        """Teacher-forced pass: src_ids (B,S), tgt_ids (B,T) (``<bos>`` + target) → logits."""
+        """Teacher-forced pass: src_ids (B,S), tgt_ids (B,T) (``<bos>`` + target) → logits.
+
+        ``logits_at`` (B,T) bool: compute logits only at these positions, returned as (N,V)
+        in row-major order — training passes the real target positions, so the largest matrix
+        multiply (D × V) skips the padding.
+        """
         enc = self.encode(src_ids, need_weights=need_weights)
-        dec = self.decode(tgt_ids, enc.memory, enc.memory_mask, need_weights=need_weights)
+        dec = self.decode(
+            tgt_ids, enc.memory, enc.memory_mask, need_weights=need_weights, logits_at=logits_at
+        )
         return Seq2SeqOutput(dec.logits, enc.attentions, dec.self_attentions, dec.cross_attentions)
 
     # ------------------------------------------------------------------ persistence

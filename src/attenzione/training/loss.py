@@ -22,13 +22,16 @@ def label_smoothed_loss(
     """Summed losses over real target tokens.
 
     Args:
-        logits: (B,T,V). target: (B,T) ids, ``pad_id`` where there is no token.
+        logits: (B,T,V), or (N,V) already restricted to the real target positions (what
+            ``Transformer.forward(..., logits_at=target != pad_id)`` returns).
+        target: (B,T) ids, ``pad_id`` where there is no token.
 
     Returns:
         (smoothed loss sum — what we optimise, plain NLL sum — for perplexity, token count).
     """
     real = target != pad_id  # (B,T)
-    lprobs = torch.log_softmax(logits[real].float(), dim=-1)  # (N,V), N real tokens
+    picked = logits if logits.dim() == 2 else logits[real]  # (N,V), N real tokens
+    lprobs = torch.log_softmax(picked.float(), dim=-1)
     nll = -lprobs.gather(1, target[real][:, None]).squeeze(1)  # (N,)
     nll_sum = nll.sum()
     if smoothing > 0:

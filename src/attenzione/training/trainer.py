@@ -298,7 +298,8 @@ class Trainer:
                     group["lr"] = lr
                 t0 = time.monotonic()
                 with self._autocast():
-                    logits = self.ddp(batch.src_ids, batch.tgt_in).logits
+                    real = batch.tgt_out != pad
+                    logits = self.ddp(batch.src_ids, batch.tgt_in, logits_at=real).logits
                 loss_sum, _, n_tok = label_smoothed_loss(
                     logits, batch.tgt_out, pad_id=pad, smoothing=cfg.label_smoothing
                 )

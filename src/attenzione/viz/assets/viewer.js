@@ -272,14 +272,24 @@
       box.appendChild(el("p", { class: "hint" }, "Hover or click a query token to explain it."));
     }
     const vec = (v) => "[" + v.map((x) => fmt(x, 4)).join(", ") + "]";
-    const step = (label, text) => {
+    const step = (label, values) => {
       const p = el("div", { class: "step" });
       p.appendChild(el("b", {}, label + " "));
-      p.appendChild(el("span", { class: "vec" }, text));
+      if (values.length === 0) {
+        // a heading for the table that follows
+      } else if (values.length <= 8) {
+        p.appendChild(el("span", { class: "vec" }, vec(values)));
+      } else {  // the first 8 values, all of them on request
+        const more = el("details");
+        more.appendChild(el("summary", { class: "vec" },
+          vec(values.slice(0, 8)).slice(0, -1) + `, … ] (${values.length} values)`));
+        more.appendChild(el("span", { class: "vec" }, vec(values)));
+        p.appendChild(more);
+      }
       box.appendChild(p);
     };
-    step("1. query q_i = x_i W^Q_h =", vec(ex.q[i]));
-    step(`2–3. scores q_i·k_j, divided by √d_head = √${ex.d_head} = ${fmt(Math.sqrt(ex.d_head), 4)}, masked keys → −∞, softmax:`, "");
+    step("1. query q_i = x_i W^Q_h =", ex.q[i]);
+    step(`2–3. scores q_i·k_j, divided by √d_head = √${ex.d_head} = ${fmt(Math.sqrt(ex.d_head), 4)}, masked keys → −∞, softmax:`, []);
     const table = el("table", { id: "explain-table" });
     const hr = el("tr");
     for (const h of ["j", "key", "k_j (first 4)", "q·k_j", "÷ √d_head", "α_ij", "model's α_ij"]) hr.appendChild(el("th", {}, h));
@@ -297,8 +307,8 @@
       table.appendChild(tr);
     });
     box.appendChild(table);
-    step("4. z_i = Σ_j α_ij v_j =", vec(ex.z[i]));
-    step("5. this head's share of the output, z_i W^O_h =", vec(ex.projected[i]));
+    step("4. z_i = Σ_j α_ij v_j =", ex.z[i]);
+    step("5. this head's share of the output, z_i W^O_h =", ex.projected[i]);
     box.appendChild(el("p", { class: "hint" },
       `Largest difference between these α and the model's own weights: ${Number(ex.max_abs_difference[i]).toExponential(1)}.`));
   }

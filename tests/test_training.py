@@ -261,3 +261,54 @@ def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     evals = [r["step"] for r in records if "dev_bleu" in r]
     assert evals == [6, 10]  # one writer: each evaluation logged exactly once
+
+
+def test_sigterm_saves_last_and_the_run_resumes(corpus: Path, tmp_path: Path) -> None:
+    """`kill` (SIGTERM) finishes the step, saves last/ and exits; --resume continues it."""
+    import signal
+    import subprocess
+    import time
+
+    out = tmp_path / "term"
+    cmd = [
+        sys.executable,
+        "-m",
+        "attenzione",
+        "train",
+        "--data",
+        str(corpus),
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "48",
+        "--max-tokens",
+        "400",
+        "--dev-size",
+        "8",
+        "--test-size",
+        "8",
+        "--threads",
+        "1",
+        "--no-progress",
+    ]
+    proc = subprocess.Popen([*cmd, "--max-steps", "1000000"], stderr=subprocess.PIPE, text=True)
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (
+        metrics.is_file() and "train_loss" in metrics.read_text()
+    ):
+        time.sleep(0.2)  # wait until training is under way (step 1 is logged)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "interrupted by SIGTERM" in err
+    step = json.loads((out / "last" / "info.json").read_text())["step"]
+    assert step >= 1
+    res = subprocess.run(
+        [*cmd, "--resume", "--max-steps", str(step + 3)], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"resumed {out / 'last'} at step {step}" in res.stderr
+    assert json.loads((out / "last" / "info.json").read_text())["step"] == step + 3

@@ -17,8 +17,10 @@ import json
 import math
 import os
 import random
+import signal
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,7 @@ class Trainer:
     """Runs (or resumes) the training described by a :class:`TrainConfig`."""
 
     def __init__(self, cfg: TrainConfig, *, resume: bool = False, log: Any = print) -> None:
+        self.signalled = ""  # the name of a stop signal received during train()
         self.rank, self.world = _dist_info()
         self.log = log if self.rank == 0 else (lambda *a, **k: None)
         self.run_dir = Path(cfg.out)
@@ -257,18 +260,45 @@ class Trainer:
         if cfg.epochs is not None and p.epoch >= cfg.epochs:
             return f"reached epochs={cfg.epochs}"
         time_up = cfg.max_minutes is not None and time.monotonic() - started >= 60 * cfg.max_minutes
-        if self.world > 1 and cfg.max_minutes is not None:
-            # Clocks differ between ranks: rank 0 decides, or the others would wait forever
-            # in the next all-reduce.
-            flag = torch.tensor([int(time_up)])
+        code = 2 if self.signalled else int(time_up)
+        if self.world > 1:
+            # Clocks (and signals) differ between ranks: rank 0 decides, or the others would
+            # wait forever in the next all-reduce.
+            flag = torch.tensor([code])
             dist.broadcast(flag, src=0)
-            time_up = bool(flag)
-        if time_up:
+            code = int(flag)
+        if code == 2:
+            return f"interrupted by {self.signalled or 'rank 0'}"
+        if code == 1:
             return f"reached max_minutes={cfg.max_minutes}"
         return None
 
+    @contextmanager
+    def _graceful_signals(self) -> Iterator[None]:
+        """SIGTERM / SIGINT finish the current step, save ``last/`` and stop (resumable)."""
+        self.signalled = ""
+
+        def handler(signum: int, _frame: Any) -> None:
+            self.signalled = signal.Signals(signum).name
+
+        previous = {}
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
     def train(self) -> dict[str, Any]:
         """Train until a stop condition; returns a summary (also the last history record)."""
+        with self._graceful_signals():
+            return self._train()
+
+    def _train(self) -> dict[str, Any]:
         from tqdm import tqdm
 
         cfg, p = self.cfg, self.progress
@@ -340,9 +370,10 @@ class Trainer:
                 p.batch_in_epoch = 0
                 reason = reason or self._stop_reason(started)
         bar.close()
-        if not p.history or p.history[-1].get("step") != p.step:
+        interrupted = reason is not None and reason.startswith("interrupted")
+        if not interrupted and (not p.history or p.history[-1].get("step") != p.step):
             self._eval_and_save()
-        else:
+        else:  # a signal asks for a quick exit: save what we have, evaluate next time
             self.save("last", with_state=True)
         self.log(f"stopped: {reason}")
         if self.rank == 0:

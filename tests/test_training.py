@@ -125,6 +125,21 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     assert 0.0 <= scores["bleu"] <= 100.0 + 1e-9 and scores["chrf"] > 20.0
     assert "BLEU" not in scores["bleu_signature"] or "nrefs:1" in scores["bleu_signature"]
     assert (tmp_path / "test.tsv.hyp.txt").read_text().count("\n") == scores["n_sentences"]
+    # several references per source: a repeated source is translated once
+    lines = test_tsv.read_text(encoding="utf-8").splitlines()
+    src0 = lines[0].split("\t")[0]
+    test_tsv.write_text("\n".join([*lines, f"{src0}\tUn'altra traduzione."]) + "\n")
+    res = runner.invoke(
+        app,
+        ["evaluate", "--model", str(trained_run / "best"), "--data", str(test_tsv), "--json"]
+        + ["--all-references"],
+    )
+    assert res.exit_code == 0, res.output
+    multi = json.loads(res.output[res.output.index("{") :])
+    assert multi["pairs"] == len(lines) + 1
+    assert multi["sentences"] == len({line.split("\t")[0] for line in lines})
+    assert "nrefs:var" in multi["bleu_signature"]
+    assert multi["bleu"] >= scores["bleu"] - 1e-9
 
 
 def test_resume_equals_uninterrupted(corpus: Path, tmp_path: Path) -> None:

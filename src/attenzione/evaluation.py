@@ -30,8 +30,28 @@ class Scores:
         )
 
 
-def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
-    """Corpus-level BLEU and chrF of ``hypotheses`` against one reference each."""
+def group_references(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], list[list[str]]]:
+    """Distinct sources (in order of first appearance) and every reference each one has.
+
+    Tatoeba gives one English sentence several Italian translations (tu/Lei/voi, masculine and
+    feminine), each on its own line. Scored line by line, a correct translation matching one
+    variant is penalised against the others; grouped, each source is translated once and
+    scored against all its references (sacreBLEU's multi-reference BLEU, ``nrefs:var``).
+    """
+    refs: dict[str, list[str]] = {}
+    for src, tgt in pairs:
+        refs.setdefault(src, []).append(tgt)
+    return list(refs), list(refs.values())
+
+
+def corpus_scores(
+    hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]
+) -> Scores:
+    """Corpus-level BLEU and chrF of ``hypotheses``.
+
+    ``references`` holds one string per hypothesis, or one list of strings per hypothesis
+    (several references; the lists may differ in length).
+    """
     import sacrebleu
 
     if len(hypotheses) != len(references):
@@ -40,11 +60,18 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Score
         )
     if not hypotheses:
         raise ValueError("nothing to score: the test set is empty")
+    per_hyp = [[r] if isinstance(r, str) else list(r) for r in references]
+    if any(not r for r in per_hyp):
+        raise ValueError("every hypothesis needs at least one reference")
+    n_refs = max(len(r) for r in per_hyp)
+    # sacreBLEU takes reference *streams*; a missing reference in a stream is None.
+    streams: list[list[str | None]] = [
+        [r[i] if i < len(r) else None for r in per_hyp] for i in range(n_refs)
+    ]
     bleu = sacrebleu.metrics.BLEU()
     chrf = sacrebleu.metrics.CHRF()
-    refs = [list(references)]
-    b = bleu.corpus_score(list(hypotheses), refs)
-    c = chrf.corpus_score(list(hypotheses), refs)
+    b = bleu.corpus_score(list(hypotheses), streams)  # type: ignore[arg-type]
+    c = chrf.corpus_score(list(hypotheses), streams)  # type: ignore[arg-type]
     return Scores(
         bleu=float(b.score),
         chrf=float(c.score),

@@ -29,19 +29,32 @@ def evaluate(
     ),
     limit: int | None = typer.Option(None, help="Score only the first N pairs."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    all_references: bool = typer.Option(
+        False,
+        "--all-references",
+        help="Translate each distinct source once and score it against every reference it "
+        "has in the data (multi-reference BLEU; the hypotheses file then has one line per "
+        "distinct source).",
+    ),
 ) -> None:
     """Translate a test set and score it with sacreBLEU."""
     with user_errors():
         from attenzione.data import load_corpus
-        from attenzione.evaluation import corpus_scores
+        from attenzione.evaluation import corpus_scores, group_references
         from attenzione.translator import Translator
 
         pairs = load_corpus(data)[:limit]
         translator = Translator.from_pretrained(model, precision=precision)
+        sources: list[str]
+        references: list[str] | list[list[str]]
+        if all_references:
+            sources, references = group_references(pairs)
+        else:
+            sources, references = [s for s, _ in pairs], [t for _, t in pairs]
         started = time.perf_counter()
-        hyps = translator.translate([s for s, _ in pairs], beam=beam)
+        hyps = translator.translate(sources, beam=beam)
         seconds = time.perf_counter() - started
-        scores = corpus_scores(hyps, [t for _, t in pairs])
+        scores = corpus_scores(hyps, references)
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         if as_json:
@@ -51,7 +64,9 @@ def evaluate(
                         **scores.to_dict(),
                         "beam": beam,
                         "precision": precision,
-                        "sentences": len(pairs),
+                        "sentences": len(sources),
+                        "pairs": len(pairs),
+                        "all_references": all_references,
                         "seconds": round(seconds, 2),
                         "hypotheses": str(out),
                     },
@@ -60,5 +75,5 @@ def evaluate(
             )
         else:
             typer.echo(str(scores))
-            typer.echo(f"{len(pairs)} sentences translated in {seconds:.1f} s ({precision})")
+            typer.echo(f"{len(sources)} sentences translated in {seconds:.1f} s ({precision})")
             typer.echo(f"hypotheses written to {out}")

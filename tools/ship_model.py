@@ -30,7 +30,7 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
     s = corpus_scores(hyps, [t for _, t in pairs])
     # each distinct source once, against all its references (reusing the hypotheses above:
     # decoding is deterministic, so a repeated source has the same translation every time)
-    first = {}
+    first: dict[str, str] = {}
     for (src, _), hyp in zip(pairs, hyps, strict=True):
         first.setdefault(src, hyp)
     sources, refs = group_references(pairs)

@@ -327,3 +327,44 @@ def test_sigterm_saves_last_and_the_run_resumes(corpus: Path, tmp_path: Path) ->
     assert res.returncode == 0, res.stderr
     assert f"resumed {out / 'last'} at step {step}" in res.stderr
     assert json.loads((out / "last" / "info.json").read_text())["step"] == step + 3
+
+
+def test_glove50_preset_trains_from_a_glove_file_and_reports_coverage(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Seed 000's design on the toy corpus: d_model = the GloVe size, the source embedding
+    starts from (and, frozen, keeps) the GloVe rows, and the coverage is reported."""
+    words = ["the", "cat", "dog", "red", "big", "is", "here", "."]
+    g = torch.Generator().manual_seed(0)
+    vectors = torch.randn(len(words), 12, generator=g)
+    glove = tmp_path / "glove.toy.12d.txt"
+    glove.write_text(
+        "".join(
+            f"{w} {' '.join(f'{x:.5f}' for x in v.tolist())}\n"
+            for w, v in zip(words, vectors, strict=True)
+        )
+    )
+    lines: list[str] = []
+    out = tmp_path / "g50"
+    train(
+        _cfg(
+            corpus,
+            out,
+            preset="glove50",
+            glove=str(glove),
+            freeze_embeddings=True,
+            max_steps=20,
+            vocab_size=40,
+        ),
+        log=lambda *a, **k: lines.append(" ".join(map(str, a))),
+    )
+    covered = [line for line in lines if line.startswith("GloVe covers")]
+    assert len(covered) == 1, lines
+    info = json.loads((out / "last" / "info.json").read_text())
+    assert covered[0] in info["notes"]
+    tr = Translator.from_pretrained(out / "last")
+    assert tr.model.config.d_model == 12 and tr.model.config.n_heads * tr.model.config.d_head != 12
+    src_tok = tr.src_tokenizer
+    cat = src_tok.encode("cat")[0]
+    weight = tr.model.src_embed.weight
+    torch.testing.assert_close(weight[cat], vectors[words.index("cat")], atol=1e-4, rtol=0)

@@ -130,9 +130,9 @@ class Trainer:
             dist.barrier()  # rank 0 has written the splits and tokenizers: the others read them
         if self.rank != 0:
             self.data = prepare(cfg, self.preset, self.run_dir, write=False)
-        for note in self.data.notes:
-            self.log(note)
         self.model = build_model(cfg, self.preset, self.data)
+        for note in self.data.notes:  # after the model: GloVe coverage is one of them
+            self.log(note)
         self.progress = Progress()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -188,6 +188,7 @@ class Trainer:
             "parameters": self.model.num_parameters(),
             "max_src_tokens": self.cfg.max_src_tokens,
             "data": str(self.cfg.data),
+            "notes": list(self.data.notes),
             "attribution": ATTRIBUTION,
         }
 

@@ -90,9 +90,9 @@ def greedy_or_sample(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[lis
         if sample:
             filtered = _filter_logits(logits / cfg.temperature, cfg.top_k, cfg.top_p)
             nxt = torch.multinomial(filtered.softmax(dim=-1), 1, generator=gen).squeeze(1)
+            picked = logp.gather(1, nxt[:, None]).squeeze(1)
         else:
-            nxt = logits.argmax(dim=-1)  # (N,)
-        picked = logp.gather(1, nxt[:, None]).squeeze(1)
+            picked, nxt = logp.max(dim=-1)  # (N,): the best token and its log-probability
         done = (nxt == mc.eos_id) | (limits[rows] <= step + 1)
         for r, tok, lp in zip(rows.tolist(), nxt.tolist(), picked.tolist(), strict=True):
             log_probs[r] += lp

@@ -81,3 +81,21 @@ def test_low_precision_decoding_runs_on_the_cache_and_mostly_agrees(precision: s
 def test_unknown_precision_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="precision must be one of fp32, bf16, int8"):
         for_inference(_model(True), "fp8")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_warns_only_where_the_cpu_would_emulate_it(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    import attenzione.speed as speed
+
+    assert isinstance(speed.native_bf16(), bool)  # the real probe answers, whatever the CPU
+    monkeypatch.setattr(speed, "native_bf16", lambda: native)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for_inference(_model(True), "bf16")
+    emulated = [w for w in caught if "emulated" in str(w.message)]
+    assert len(emulated) == (0 if native else 1)
+    assert (speed.bf16_warning() is None) == native

@@ -1,10 +1,11 @@
 """Inference precisions: fp32 (the reference), bf16 weights, int8 dynamic quantization.
 
 * ``"bf16"`` — the whole model cast to bfloat16 once (not autocast, which would re-cast the
-  fp32 weights at every call): half the weight traffic, AVX-512 BF16 matrix multiplies.
+  fp32 weights at every call): half the weight traffic, AVX-512 BF16 matrix multiplies
+  where the CPU has them (elsewhere bf16 is emulated and slow: ``native_bf16()`` tells).
   Attention then takes the ``math`` backend (the fused CPU kernel is slow in bf16).
 * ``"int8"`` — every linear layer replaced by PyTorch's dynamically quantized int8 linear
-  (weights int8 per tensor, activations quantized on the fly; fbgemm uses AVX-512 VNNI).
+  (weights int8 per tensor, activations quantized on the fly; fbgemm uses AVX-512 VNNI, or AVX2).
   Attention's fused Q/K/V weight is also split into a Q part and a K/V part so that
   cross-attention keeps its two one-multiply projections.
 
@@ -75,10 +76,36 @@ def quantize_int8(model: Transformer) -> Transformer:
     return q
 
 
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices natively (AVX-512 BF16 / AMX, as oneDNN sees it).
+
+    Without it (e.g. an AVX2-only CPU) bf16 is emulated and many times *slower* than fp32.
+    """
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without oneDNN
+        return False
+
+
+BF16_EMULATED = (
+    "this CPU has no native bf16 (torch sees {cap}, no AVX-512 BF16/AMX): bf16 runs emulated "
+    "and is much slower than fp32 here"
+)
+
+
+def bf16_warning() -> str | None:
+    """A note for the user when bf16 is asked for on a CPU that would emulate it, else None."""
+    if native_bf16():
+        return None
+    return BF16_EMULATED.format(cap=torch.backends.cpu.get_cpu_capability())
+
+
 def for_inference(model: Transformer, precision: str = "fp32") -> Transformer:
     """The model to decode with at ``precision`` (``fp32`` returns ``model`` itself)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "bf16" and (note := bf16_warning()) is not None:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
     if precision == "fp32":
         return model.float().eval()
     if precision == "bf16":

@@ -39,7 +39,10 @@ def train(
     lr: float | None = typer.Option(None, help="Peak learning rate (default: the preset's)."),
     warmup_steps: int | None = typer.Option(None, help="Warm-up steps (default: the preset's)."),
     bf16: bool = typer.Option(
-        False, "--bf16", help="bf16 autocast on CPU (AVX-512 BF16 makes it several times faster)."
+        False,
+        "--bf16",
+        help="bf16 autocast on CPU: several times faster on CPUs with AVX-512 BF16 or AMX, "
+        "emulated and slower on others (the run notes which).",
     ),
     eval_every: int = typer.Option(1000, help="Evaluate dev loss/BLEU and save every N steps."),
     patience: int = typer.Option(

@@ -33,6 +33,7 @@ from attenzione.config import DecodeConfig, ModelConfig, TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.evaluation import corpus_scores
 from attenzione.model import Transformer
+from attenzione.speed import bf16_warning
 from attenzione.training.checkpoint import find_checkpoint, load_state, write_checkpoint
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.loss import label_smoothed_loss
@@ -131,6 +132,8 @@ class Trainer:
         if self.rank != 0:
             self.data = prepare(cfg, self.preset, self.run_dir, write=False)
         self.model = build_model(cfg, self.preset, self.data)
+        if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
+            self.data.notes.append(f"--bf16: {bf16_note}")
         for note in self.data.notes:  # after the model: GloVe coverage is one of them
             self.log(note)
         self.progress = Progress()

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attenzione.speed import native_bf16
 from bench.systems import BOS, CT2, EOS, PAD, PRESETS, Attenzione, Dims, Marian, System, TorchNN
 
 RESULTS: list[dict[str, Any]] = []
@@ -110,13 +111,15 @@ def padded_batch(
 
 
 # ---------------------------------------------------------------------------- workloads
-def bench_train(systems: list[System], d: Dims, repeats: int, warmup: int) -> None:
+def bench_train(
+    systems: list[System], d: Dims, repeats: int, warmup: int, bf16_too: bool = True
+) -> None:
     trainers = [s for s in systems if not isinstance(s, CT2)]
     for label, (src, tgt_in, tgt_out, n_tgt) in (
         ("training step, 64 pairs × 16 tokens", fixed_batch(64, 16, d.vocab)),
         ("training step, lengths 4–24 padded to 24", padded_batch(64, 4, 24, d.vocab)),
     ):
-        for bf16 in (False, True):
+        for bf16 in (False, True) if bf16_too else (False,):
             jobs = {
                 s.name: (lambda s=s, a=src, b=tgt_in, c=tgt_out, h=bf16: s.train_step(a, b, c, h))
                 for s in trainers
@@ -126,11 +129,14 @@ def bench_train(systems: list[System], d: Dims, repeats: int, warmup: int) -> No
             _report(f"{label}, {tag}", "target tokens/s", {n: n_tgt / t for n, t in secs.items()})
 
 
-def bench_decode(systems: list[System], d: Dims, repeats: int, warmup: int) -> None:
+def bench_decode(
+    systems: list[System], d: Dims, repeats: int, warmup: int, bf16_too: bool = True
+) -> None:
     src64, _, _, _ = fixed_batch(64, 12, d.vocab, seed=1)
     src1 = src64[:1]
     att = next(s for s in systems if isinstance(s, Attenzione))
-    systems = [*systems, att.inference("bf16"), att.inference("int8")]
+    fast = ("bf16", "int8") if bf16_too else ("int8",)
+    systems = [*systems, *(att.inference(p) for p in fast)]
     greedy: dict[str, Callable[[], Any]] = {
         s.name: (lambda s=s: s.greedy(src64, 24)) for s in systems
     }
@@ -169,7 +175,9 @@ def _corpus_slice(path: Path, n: int, vocab: int, seed: int) -> list[tuple[list[
     return [(tok.encode(s)[:60], tok.encode(t)[:60]) for s, t in pairs[:n]]
 
 
-def bench_epoch(systems: list[System], d: Dims, data: Path, n: int, seed: int = 0) -> None:
+def bench_epoch(
+    systems: list[System], d: Dims, data: Path, n: int, seed: int = 0, bf16_too: bool = True
+) -> None:
     from attenzione.data.batching import TokenBudgetSampler, collate
 
     if not data.is_file():
@@ -202,7 +210,8 @@ def bench_epoch(systems: list[System], d: Dims, data: Path, n: int, seed: int = 
         jobs[f"{s.name} (64/batch)"] = (s, fixed, False)
         if isinstance(s, Attenzione):
             jobs["attenzione budget fp32"] = (s, token_batches, False)
-            jobs["attenzione budget bf16"] = (s, token_batches, True)
+            if bf16_too:
+                jobs["attenzione budget bf16"] = (s, token_batches, True)
     values = {}
     for name, (s, batches, bf16) in jobs.items():
         for b in batches[:3]:  # warm-up
@@ -222,6 +231,16 @@ def bench_epoch(systems: list[System], d: Dims, data: Path, n: int, seed: int = 
                 print(f"  {name}: {v / base:.2f}× torch.nn with fixed batches")
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", choices=sorted(PRESETS), default="small")
@@ -233,6 +252,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data/en-it.train.tsv"))
     ap.add_argument("--epoch-pairs", type=int, default=3000)
     ap.add_argument("--json", type=Path, default=Path("bench/results.json"))
+    ap.add_argument(
+        "--bf16",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="bf16 workloads: auto = only where the CPU has native bf16 (emulated bf16 is slow)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.warmup = 3, 1
@@ -240,7 +265,14 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(0)
     d = PRESETS[args.preset]
     only = set(args.only.split(","))
+    native = native_bf16()
+    bf16_too = args.bf16 == "yes" or (args.bf16 == "auto" and native)
+    cpu = _cpu_name()
     print(f"preset {args.preset}: {d}; torch {torch.__version__}, {args.threads} threads")
+    print(
+        f"CPU: {cpu}; torch sees {torch.backends.cpu.get_cpu_capability()}, native bf16: "
+        f"{'yes' if native else 'no'}; bf16 workloads {'on' if bf16_too else 'off'}"
+    )
     systems: list[System] = []
     if only & {"train", "decode", "epoch"}:
         att, nn_, marian = Attenzione(d), TorchNN(d), Marian(d)
@@ -253,11 +285,11 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"(CTranslate2 unavailable: {exc})")
     started = time.time()
     if "train" in only:
-        bench_train(systems, d, args.repeats, args.warmup)
+        bench_train(systems, d, args.repeats, args.warmup, bf16_too)
     if "decode" in only:
-        bench_decode(systems, d, args.repeats, args.warmup)
+        bench_decode(systems, d, args.repeats, args.warmup, bf16_too)
     if "epoch" in only:
-        bench_epoch(systems, d, args.data, args.epoch_pairs)
+        bench_epoch(systems, d, args.data, args.epoch_pairs, bf16_too=bf16_too)
     if "attention" in only:
         from bench.attention import bench_attention
 
@@ -270,7 +302,9 @@ def main(argv: list[str] | None = None) -> None:
                 "dims": d.__dict__,
                 "threads": args.threads,
                 "torch": torch.__version__,
-                "machine": platform.processor() or platform.machine(),
+                "machine": cpu,
+                "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                "native_bf16": native,
                 "date": time.strftime("%Y-%m-%d %H:%M"),
                 "seconds": round(time.time() - started),
                 "results": RESULTS,

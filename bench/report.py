@@ -35,14 +35,20 @@ def _by_workload(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def speed_table(results: list[dict[str, Any]]) -> str:
+    shown = [r for r in results if not r["workload"].startswith(("attention S=", "real-corpus"))]
+    present = {name for r in shown for name in r["values"]}
+    # the usual systems in their usual order, then any other (e.g. torch.compile); a system
+    # with no figure in this run (bf16 skipped on a CPU without native bf16) gets no column
+    columns = [c for c in SPEED_COLUMNS if c in present]
+    columns += sorted(present - set(SPEED_COLUMNS))
+    if not shown:
+        return ""
     rows = [
-        "| workload (unit) | " + " | ".join(SPEED_COLUMNS) + " |",
-        "|---|" + "---:|" * len(SPEED_COLUMNS),
+        "| workload (unit) | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
     ]
-    for r in results:
-        if r["workload"].startswith(("attention S=", "real-corpus")):
-            continue
-        cells = [_fmt(r["values"].get(c)) for c in SPEED_COLUMNS]
+    for r in shown:
+        cells = [_fmt(r["values"].get(c)) for c in columns]
         rows.append(f"| {r['workload']} ({r['unit']}) | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

@@ -162,6 +162,34 @@ def bench_decode(
     _report("beam 4, batch 32, 24 new tokens", "sentences/s", {n: 32 / t for n, t in secs.items()})
 
 
+def bench_compile(d: Dims, repeats: int, warmup: int) -> None:
+    """attenzione's training step eager against ``torch.compile`` (inductor) of the same model."""
+    eager = Attenzione(d)
+    compiled = Attenzione(d)
+    compiled.model.load_state_dict(eager.model.state_dict())
+    compiled.model = torch.compile(compiled.model, dynamic=False)  # type: ignore[assignment]
+    compiled.opt = torch.optim.Adam(compiled.model.parameters(), lr=1e-4)
+    for label, (src, tgt_in, tgt_out, n_tgt) in (
+        ("64 pairs × 16 tokens", fixed_batch(64, 16, d.vocab)),
+        ("lengths 4–24 padded to 24", padded_batch(64, 4, 24, d.vocab)),
+    ):
+        t0 = time.perf_counter()
+        compiled.train_step(src, tgt_in, tgt_out, False)  # compiles
+        print(f"\n(torch.compile: first step {time.perf_counter() - t0:.1f} s, {label})")
+        jobs = {
+            s: (lambda s=s, a=src, b=tgt_in, c=tgt_out: s.train_step(a, b, c, False))
+            for s in (eager, compiled)
+        }
+        secs = _interleaved(
+            {"attenzione": jobs[eager], "torch.compile": jobs[compiled]}, repeats, warmup
+        )
+        _report(
+            f"training step, {label}, fp32, eager vs torch.compile",
+            "target tokens/s",
+            {n: n_tgt / t for n, t in secs.items()},
+        )
+
+
 def _corpus_slice(path: Path, n: int, vocab: int, seed: int) -> list[tuple[list[int], list[int]]]:
     from attenzione.data import SentencePieceTokenizer
     from attenzione.data.corpus import read_pairs
@@ -248,7 +276,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="3 repeats, 1 warm-up")
-    ap.add_argument("--only", default="train,decode,epoch,attention")
+    ap.add_argument(
+        "--only",
+        default="train,decode,epoch,attention",
+        help="comma-separated workloads: train, decode, epoch, attention, and compile "
+        "(torch.compile of attenzione's training step; not in the default set)",
+    )
     ap.add_argument("--data", type=Path, default=Path("../shared/data/en-it.train.tsv"))
     ap.add_argument("--epoch-pairs", type=int, default=3000)
     ap.add_argument("--json", type=Path, default=Path("bench/results.json"))
@@ -290,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
         bench_decode(systems, d, args.repeats, args.warmup, bf16_too)
     if "epoch" in only:
         bench_epoch(systems, d, args.data, args.epoch_pairs, bf16_too=bf16_too)
+    if "compile" in only:
+        bench_compile(d, args.repeats, args.warmup)
     if "attention" in only:
         from bench.attention import bench_attention
 

@@ -226,6 +226,41 @@ def test_cli_train_reports_bad_input_without_traceback(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "preset" in res.output
 
 
+def test_a_malformed_corpus_line_stops_training_unless_skipping_is_asked(
+    corpus: Path, tmp_path: Path
+) -> None:
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("\n".join([*lines[:40], "a line with no tab", *lines[40:]]) + "\n")
+    runner = CliRunner()
+    args = ["train", "--data", str(bad), "--preset", "tiny", "--dev-size", "8"]
+    args += ["--test-size", "8", "--vocab-size", "48", "--max-steps", "2", "--no-progress"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "strict")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"{bad}:41: expected 2 or 3 tab-separated columns, found 1" in res.output
+    assert not (tmp_path / "strict" / "data" / "train.tsv").exists()  # nothing half-prepared
+
+    logged: list[str] = []
+    cfg = _cfg(bad, tmp_path / "lenient", max_steps=2, skip_bad_lines=True)
+    train(cfg, log=logged.append)
+    assert any("skipped 1 malformed lines" in m for m in logged)
+    kept = (tmp_path / "lenient" / "data" / "train.tsv").read_text(encoding="utf-8")
+    assert "a line with no tab" not in kept
+
+
+def test_a_corpus_too_small_for_the_held_out_sets_is_a_clear_error(
+    corpus: Path, tmp_path: Path
+) -> None:
+    n = len(corpus.read_text(encoding="utf-8").splitlines())
+    res = CliRunner().invoke(
+        app,
+        ["train", "--data", str(corpus), "--out", str(tmp_path / "r"), "--preset", "tiny"]
+        + ["--dev-size", str(n), "--test-size", str(n), "--max-steps", "1"],
+    )
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "leave 0 for training" in res.output and "--dev-size" in res.output
+
+
 def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
     """DDP on gloo with 2 ranks: trains, only rank 0 writes, and the run resumes."""
     out = tmp_path / "ddp"

@@ -218,6 +218,7 @@ class TrainConfig(_JsonMixin):
     bf16: bool = False
     dev_size: int = 2000
     test_size: int = 2000
+    skip_bad_lines: bool = False
     dev_bleu_sentences: int = 500
     eval_every: int = 1000
     save_every_minutes: float = 10.0

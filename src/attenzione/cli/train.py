@@ -50,6 +50,12 @@ def train(
     ),
     dev_size: int = typer.Option(2000, help="Held-out dev pairs (disjoint by sentence)."),
     test_size: int = typer.Option(2000, help="Held-out test pairs (disjoint by sentence)."),
+    skip_bad_lines: bool = typer.Option(
+        False,
+        "--skip-bad-lines",
+        help="Skip malformed corpus lines and report how many (default: stop at the first, "
+        "naming file and line).",
+    ),
     vocab_size: int | None = typer.Option(
         None, help="SentencePiece vocabulary size (default: the preset's)."
     ),
@@ -86,6 +92,7 @@ def train(
             patience=patience,
             dev_size=dev_size,
             test_size=test_size,
+            skip_bad_lines=skip_bad_lines,
             vocab_size=vocab_size if vocab_size is not None else defaults.get("vocab_size", 8000),
             glove=str(glove) if glove else None,
             freeze_embeddings=freeze_embeddings,

@@ -53,13 +53,20 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         if not write:
             raise RuntimeError(f"{data_dir} was not prepared by rank 0")
         stats: dict[str, object] = {}
-        pairs = load_corpus(cfg.data, skip_bad=True, stats=stats)
+        # a malformed line stops the run with file:line, unless the user asked to skip them
+        pairs = load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats)
         if stats.get("skipped"):
             notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
         pairs = clean_pairs(pairs)
         splits = split_by_sentence(
             pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed
         )
+        if not splits.train or not splits.dev:
+            raise ValueError(
+                f"{cfg.data}: {len(pairs)} usable pairs leave {len(splits.train)} for training "
+                f"and {len(splits.dev)} for dev after holding out --dev-size {cfg.dev_size} and "
+                f"--test-size {cfg.test_size}: use a larger corpus or smaller held-out sets"
+            )
         data_dir.mkdir(parents=True, exist_ok=True)
         write_pairs(splits.dev, data_dir / "dev.tsv")
         write_pairs(splits.test, data_dir / "test.tsv")

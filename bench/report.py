@@ -36,13 +36,13 @@ def _by_workload(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def speed_table(results: list[dict[str, Any]]) -> str:
     shown = [r for r in results if not r["workload"].startswith(("attention S=", "real-corpus"))]
+    if not shown:
+        return ""
     present = {name for r in shown for name in r["values"]}
     # the usual systems in their usual order, then any other (e.g. torch.compile); a system
     # with no figure in this run (bf16 skipped on a CPU without native bf16) gets no column
     columns = [c for c in SPEED_COLUMNS if c in present]
     columns += sorted(present - set(SPEED_COLUMNS))
-    if not shown:
-        return ""
     rows = [
         "| workload (unit) | " + " | ".join(columns) + " |",
         "|---|" + "---:|" * len(columns),
@@ -208,7 +208,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     if "native_bf16" in data:
         bf16 = "native bf16" if data["native_bf16"] else "no native bf16: bf16 workloads skipped"
-        if not data["native_bf16"] and any("bf16" in str(r) for r in results):
+        if not data["native_bf16"] and any(
+            "bf16" in r["workload"] or any("bf16" in name for name in r["values"]) for r in results
+        ):
             bf16 = "no native bf16: bf16 rows are emulated"
         print(f"- CPU {data['machine']} ({data.get('cpu_capability', '?')}, {bf16})")
     if "note" in data:

@@ -110,15 +110,21 @@ def padded_batch(
     return src, tgt_in, tgt_out, n_tgt
 
 
+def training_batches(d: Dims) -> list[tuple[str, tuple[Tensor, Tensor, Tensor, int]]]:
+    """The two training-step workloads: fixed lengths, and mixed lengths padded to the longest."""
+    return [
+        ("64 pairs × 16 tokens", fixed_batch(64, 16, d.vocab)),
+        ("lengths 4–24 padded to 24", padded_batch(64, 4, 24, d.vocab)),
+    ]
+
+
 # ---------------------------------------------------------------------------- workloads
 def bench_train(
     systems: list[System], d: Dims, repeats: int, warmup: int, bf16_too: bool = True
 ) -> None:
     trainers = [s for s in systems if not isinstance(s, CT2)]
-    for label, (src, tgt_in, tgt_out, n_tgt) in (
-        ("training step, 64 pairs × 16 tokens", fixed_batch(64, 16, d.vocab)),
-        ("training step, lengths 4–24 padded to 24", padded_batch(64, 4, 24, d.vocab)),
-    ):
+    for shape, (src, tgt_in, tgt_out, n_tgt) in training_batches(d):
+        label = f"training step, {shape}"
         for bf16 in (False, True) if bf16_too else (False,):
             jobs = {
                 s.name: (lambda s=s, a=src, b=tgt_in, c=tgt_out, h=bf16: s.train_step(a, b, c, h))
@@ -169,20 +175,15 @@ def bench_compile(d: Dims, repeats: int, warmup: int) -> None:
     compiled.model.load_state_dict(eager.model.state_dict())
     compiled.model = torch.compile(compiled.model, dynamic=False)  # type: ignore[assignment]
     compiled.opt = torch.optim.Adam(compiled.model.parameters(), lr=1e-4)
-    for label, (src, tgt_in, tgt_out, n_tgt) in (
-        ("64 pairs × 16 tokens", fixed_batch(64, 16, d.vocab)),
-        ("lengths 4–24 padded to 24", padded_batch(64, 4, 24, d.vocab)),
-    ):
+    for label, (src, tgt_in, tgt_out, n_tgt) in training_batches(d):
         t0 = time.perf_counter()
         compiled.train_step(src, tgt_in, tgt_out, False)  # compiles
         print(f"\n(torch.compile: first step {time.perf_counter() - t0:.1f} s, {label})")
         jobs = {
-            s: (lambda s=s, a=src, b=tgt_in, c=tgt_out: s.train_step(a, b, c, False))
-            for s in (eager, compiled)
+            name: (lambda s=s, a=src, b=tgt_in, c=tgt_out: s.train_step(a, b, c, False))
+            for name, s in (("attenzione", eager), ("torch.compile", compiled))
         }
-        secs = _interleaved(
-            {"attenzione": jobs[eager], "torch.compile": jobs[compiled]}, repeats, warmup
-        )
+        secs = _interleaved(jobs, repeats, warmup)
         _report(
             f"training step, {label}, fp32, eager vs torch.compile",
             "target tokens/s",

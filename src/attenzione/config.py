@@ -229,8 +229,32 @@ class TrainConfig(_JsonMixin):
     freeze_embeddings: bool = False
     num_threads: int | None = None
     progress: bool = True
+    # several corpora (issue 11): ``data`` is the primary corpus (dev/test are split from it);
+    # ``extra_data`` are more corpora as "PATH" or "PATH:WEIGHT", trained on whole
+    data_weight: float = 1.0
+    extra_data: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extra_dev: tuple[str, ...] = ()
+    # the cleaning filters of ``attenzione.data.cleaning`` (None / False switches one off)
+    clean_max_words: int | None = 100
+    clean_max_ratio: float | None = 3.0
+    clean_placeholders: bool = True
+    clean_identical_min_words: int | None = 3
+    clean_untranslated: bool = True
+    strip_accelerators: bool = True
+    number_augment: float = 0.0
+    split_digits: bool = False
+    byte_fallback: bool = False
+    tokenizer_sample: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        _check(self.data_weight > 0, f"data_weight must be > 0, got {self.data_weight}")
+        _check(
+            0.0 <= self.number_augment <= 1.0,
+            f"number_augment must be in [0, 1], got {self.number_augment}",
+        )
         for name in ("epochs", "max_steps"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")

@@ -7,6 +7,8 @@ published figures. We always score detokenized text against untouched references
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -79,3 +81,73 @@ def corpus_scores(
         chrf_signature=str(chrf.get_signature()),
         n_sentences=len(hypotheses),
     )
+
+
+# ---------------------------------------------------------------------------- copy fidelity
+# What a translator must copy, not translate. A number is digits, optionally grouped or with
+# a decimal part; URLs; code-like tokens (snake_case, dotted file names, paths, calls);
+# capitalised words that do not start a sentence (names, mostly — "English" → "inglese" is a
+# correct change, so that category is a signal, not a target).
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?!\w)")
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[^\s<>\".,;:!?)]")
+_CODE = re.compile(
+    r"(?<![\w/])(?:[A-Za-z]+_[\w]+|[\w-]+\.(?:[a-z]{1,4})\b(?![.\w])|/[\w./-]+|\w+\(\))"
+)
+_NAME = re.compile(r"(?<=[^\s.!?]\s)[A-Z][a-z]+(?:[A-Z][a-z]+)*")
+
+
+@dataclass
+class Fidelity:
+    """``kept`` of the ``total`` source items appear in the translation (``share``)."""
+
+    kept: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        return self.kept / self.total if self.total else 1.0
+
+    def __str__(self) -> str:
+        return f"{self.share:.2%} ({self.kept}/{self.total})"
+
+
+def _swap_separators(number: str) -> str:
+    """1,000 ↔ 1.000 and 3.5 ↔ 3,5: the same number written the Italian way."""
+    return number.translate(str.maketrans(",.", ".,"))
+
+
+def _kept(items: list[str], hypothesis: str, found: list[str], alternates: bool) -> int:
+    pool = Counter(found)
+    kept = 0
+    for item in items:
+        for form in (item, _swap_separators(item)) if alternates else (item,):
+            if pool[form] > 0:
+                pool[form] -= 1
+                kept += 1
+                break
+    return kept
+
+
+def number_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> Fidelity:
+    """The share of the sources' numbers that appear unchanged in their translations.
+
+    Each occurrence counts once ("7 of 7" needs two 7s). A number written with the target
+    convention's separators (1,000 → 1.000, 3.5 → 3,5) counts as kept: the digits are exact.
+    """
+    return copy_fidelity(sources, hypotheses)["numbers"]
+
+
+def copy_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> dict[str, Fidelity]:
+    """Fidelity of numbers, URLs, code-like tokens and capitalised names, by category."""
+    if len(sources) != len(hypotheses):
+        raise ValueError(f"{len(sources)} sources but {len(hypotheses)} translations")
+    out = {name: Fidelity(0, 0) for name in ("numbers", "urls", "code", "names")}
+    for src, hyp in zip(sources, hypotheses, strict=True):
+        for name, pattern in (("numbers", _NUMBER), ("urls", _URL), ("code", _CODE)):
+            items = pattern.findall(src)
+            out[name].total += len(items)
+            out[name].kept += _kept(items, hyp, pattern.findall(hyp), name == "numbers")
+        names = _NAME.findall(src)
+        out["names"].total += len(names)
+        out["names"].kept += sum(1 for n in names if re.search(rf"\b{re.escape(n)}\b", hyp))
+    return out

@@ -11,15 +11,57 @@ from attenzione.cli.common import user_errors
 
 
 def train(
-    data: Path = typer.Option(
+    data: list[str] = typer.Option(
         ...,
         "--data",
-        help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix.",
+        help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix; "
+        "PATH:WEIGHT repeats it WEIGHT times an epoch (0.5 keeps half). Repeat --data for "
+        "several corpora: dev/test are split from the first.",
+    ),
+    exclude: list[Path] = typer.Option(
+        [],
+        "--exclude",
+        help="A test set (TSV or one sentence a line) whose sentences must never be trained "
+        "on; repeatable.",
+    ),
+    extra_dev: list[str] = typer.Option(
+        [],
+        "--extra-dev",
+        help="Another dev set [NAME=]PATH scored at every evaluation (and excluded from "
+        "training); repeatable.",
+    ),
+    clean_max_words: int = typer.Option(100, help="Drop pairs with a side longer (0 = off)."),
+    clean_max_ratio: float = typer.Option(
+        3.0, help="Drop pairs one side of which is this many times longer (0 = off)."
+    ),
+    clean_placeholders: bool = typer.Option(
+        True, help="Drop pairs whose placeholders/tags (%s, {name}, <b>) differ between sides."
+    ),
+    clean_identical_min_words: int = typer.Option(
+        3, help="Drop pairs with identical sides of at least this many words (0 = off)."
+    ),
+    clean_untranslated: bool = typer.Option(
+        True, help="Drop pairs whose target reads as the source language."
+    ),
+    strip_accelerators: bool = typer.Option(
+        True, help="Remove keyboard accelerators (_File, &Apri) found on both sides."
+    ),
+    no_clean: bool = typer.Option(
+        False, "--no-clean", help="Switch every cleaning filter off (duplicates still go)."
+    ),
+    number_augment: float | None = typer.Option(
+        None, help="Share of number-bearing pairs added again with random numbers (0–1)."
+    ),
+    split_digits: bool | None = typer.Option(
+        None, "--split-digits/--no-split-digits", help="SentencePiece: one piece per digit."
+    ),
+    byte_fallback: bool | None = typer.Option(
+        None, "--byte-fallback/--no-byte-fallback", help="SentencePiece: bytes instead of <unk>."
     ),
     out: Path = typer.Option(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
-    preset: str = typer.Option("small", help="Model preset: tiny, glove50, small or base."),
+    preset: str = typer.Option("small", help="Model preset: tiny, glove50, small, broad or base."),
     epochs: int | None = typer.Option(None, help="Stop after this many epochs in total."),
     max_steps: int | None = typer.Option(
         None, help="Stop at this optimizer step (counted from the run's start)."
@@ -69,13 +111,38 @@ def train(
     """Train an English→Italian (or any pair) model on a parallel corpus."""
     with user_errors():
         from attenzione.config import TrainConfig
+        from attenzione.data.mixing import CorpusSpec
         from attenzione.training.presets import get_preset
         from attenzione.training.trainer import train as run_training
 
         p = get_preset(preset)
         defaults = p.train
+        primary = CorpusSpec.parse(data[0])
+        off = no_clean
         cfg = TrainConfig(
-            data=str(data),
+            data=primary.path,
+            data_weight=primary.weight,
+            extra_data=tuple(str(CorpusSpec.parse(d)) for d in data[1:]),
+            exclude=tuple(str(e) for e in exclude),
+            extra_dev=tuple(extra_dev),
+            clean_max_words=None if off or clean_max_words <= 0 else clean_max_words,
+            clean_max_ratio=None if off or clean_max_ratio <= 0 else clean_max_ratio,
+            clean_placeholders=clean_placeholders and not off,
+            clean_identical_min_words=None
+            if off or clean_identical_min_words <= 0
+            else clean_identical_min_words,
+            clean_untranslated=clean_untranslated and not off,
+            strip_accelerators=strip_accelerators and not off,
+            number_augment=number_augment
+            if number_augment is not None
+            else defaults.get("number_augment", 0.0),
+            split_digits=split_digits
+            if split_digits is not None
+            else defaults.get("split_digits", False),
+            byte_fallback=byte_fallback
+            if byte_fallback is not None
+            else defaults.get("byte_fallback", False),
+            tokenizer_sample=defaults.get("tokenizer_sample", 0),
             out=str(out),
             preset=preset,
             epochs=epochs,
@@ -99,8 +166,6 @@ def train(
             num_threads=threads,
             progress=not no_progress,
         )
-        if not resume and not data.exists():
-            raise FileNotFoundError(f"corpus {data} does not exist")
         summary = run_training(cfg, resume=resume, log=lambda m: typer.echo(m, err=True))
         if int(os.environ.get("RANK", "0")) != 0:
             return  # under torchrun only rank 0 reports

@@ -175,7 +175,17 @@ class SentencePieceTokenizer(Tokenizer):
         seed: int = 0,
         input_sentence_size: int = 0,
         num_threads: int = 2,
+        split_digits: bool = False,
+        byte_fallback: bool = False,
     ) -> SentencePieceTokenizer:
+        """Train on ``texts``.
+
+        ``split_digits`` makes every digit its own piece, so a number is spelled digit by digit
+        and the model learns to copy digits instead of memorising ``2017`` and ``20`` ``17`` as
+        unrelated pieces; ``byte_fallback`` spells any character the vocabulary lacks as UTF-8
+        byte pieces, so no input ever becomes ``<unk>`` (an emoji or a rare script survives the
+        round trip).
+        """
         import sentencepiece as spm
 
         if model_type not in ("unigram", "bpe"):
@@ -199,6 +209,8 @@ class SentencePieceTokenizer(Tokenizer):
                 input_sentence_size=input_sentence_size,
                 shuffle_input_sentence=True,
                 num_threads=num_threads,
+                split_digits=split_digits,
+                byte_fallback=byte_fallback,
                 minloglevel=2,
             )
         except RuntimeError as exc:

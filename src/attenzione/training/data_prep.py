@@ -9,7 +9,10 @@ even if the original corpus file has changed or moved since.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import gzip
+import json
+import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attenzione.config import TrainConfig
@@ -20,10 +23,13 @@ from attenzione.data import (
     clean_pairs,
     load_corpus,
     load_tokenizer,
+    normalize,
     read_pairs,
     split_by_sentence,
     write_pairs,
 )
+from attenzione.data.cleaning import CleaningConfig, clean_corpus, sentence_key
+from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers
 from attenzione.training.presets import Preset
 
 Pairs = list[tuple[str, str]]
@@ -39,6 +45,7 @@ class PreparedData:
     train_ids: list[tuple[list[int], list[int]]]
     dropped_long: int
     notes: list[str]
+    extra_dev: dict[str, Pairs] = field(default_factory=dict)
 
 
 def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> PreparedData:
@@ -52,34 +59,19 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     if not (data_dir / "train.tsv").is_file():
         if not write:
             raise RuntimeError(f"{data_dir} was not prepared by rank 0")
-        stats: dict[str, object] = {}
-        # a malformed line stops the run with file:line, unless the user asked to skip them
-        pairs = load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats)
-        if stats.get("skipped"):
-            notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
-        pairs = clean_pairs(pairs)
-        splits = split_by_sentence(
-            pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed
-        )
-        if not splits.train or not splits.dev:
-            raise ValueError(
-                f"{cfg.data}: {len(pairs)} usable pairs leave {len(splits.train)} for training "
-                f"and {len(splits.dev)} for dev after holding out --dev-size {cfg.dev_size} and "
-                f"--test-size {cfg.test_size}: use a larger corpus or smaller held-out sets"
-            )
-        data_dir.mkdir(parents=True, exist_ok=True)
-        write_pairs(splits.dev, data_dir / "dev.tsv")
-        write_pairs(splits.test, data_dir / "test.tsv")
-        src_tok, tgt_tok = _train_tokenizers(cfg, preset, splits.train)
+        train, dev, test, extra_dev = _build_splits(cfg, data_dir, notes)
+        src_tok, tgt_tok = _train_tokenizers(cfg, preset, train)
         src_tok.save(run_dir / "src_tokenizer")
         tgt_tok.save(run_dir / "tgt_tokenizer")
-        write_pairs(splits.train, data_dir / "train.tsv")  # last: its presence means "prepared"
-        train, dev, test = splits.train, splits.dev, splits.test
+        write_pairs(train, data_dir / "train.tsv")  # last: its presence means "prepared"
     else:
         train = read_pairs(data_dir / "train.tsv")
         dev = read_pairs(data_dir / "dev.tsv")
         test_path = data_dir / "test.tsv"
         test = read_pairs(test_path) if test_path.stat().st_size else []
+        extra_dev = {
+            name: read_pairs(data_dir / f"dev-{name}.tsv") for name in _extra_dev_names(cfg)
+        }
         src_tok = load_tokenizer(run_dir / "src_tokenizer")
         tgt_tok = load_tokenizer(run_dir / "tgt_tokenizer")
     src_ids = src_tok.encode_batch([s for s, _ in train])
@@ -91,7 +83,119 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     dropped = len(train) - len(train_ids)
     if dropped:
         notes.append(f"left out {dropped} training pairs longer than {limit} tokens")
-    return PreparedData(train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes)
+    return PreparedData(train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes, extra_dev)
+
+
+def _cleaning(cfg: TrainConfig) -> CleaningConfig:
+    return CleaningConfig(
+        max_words=cfg.clean_max_words,
+        max_ratio=cfg.clean_max_ratio,
+        placeholders=cfg.clean_placeholders,
+        identical_min_words=cfg.clean_identical_min_words,
+        untranslated=cfg.clean_untranslated,
+        strip_accelerators=cfg.strip_accelerators,
+    )
+
+
+def _extra_dev_names(cfg: TrainConfig) -> list[str]:
+    return [name for name, _ in map(parse_named_path, cfg.extra_dev)]
+
+
+def parse_named_path(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` or ``PATH`` (the name is then the file's stem): an extra dev set."""
+    name, sep, path = text.partition("=")
+    if sep and name and "/" not in name:
+        return name, path
+    return CorpusSpec(text).name.split(".")[0], text
+
+
+def _build_splits(
+    cfg: TrainConfig, data_dir: Path, notes: list[str]
+) -> tuple[Pairs, Pairs, Pairs, dict[str, Pairs]]:
+    """Read, clean, split and mix every corpus; write dev/test and the cleaning report."""
+    cleaning = _cleaning(cfg)
+    # sentences that must never be trained on: --exclude sets and the extra dev sets
+    exclude: set[str] = set()
+    for path in cfg.exclude:
+        exclude |= read_sentence_keys(path)
+    extra_dev: dict[str, Pairs] = {}
+    for name, path in map(parse_named_path, cfg.extra_dev):
+        pairs = load_corpus(path)
+        extra_dev[name] = [(normalize(s), normalize(t)) for s, t in pairs]
+        exclude |= {sentence_key(x) for pair in pairs for x in pair}
+    report: dict[str, dict[str, object]] = {}
+    seen: set[tuple[str, str]] = set()
+    primary = CorpusSpec(cfg.data, cfg.data_weight)
+    stats: dict[str, object] = {}
+    # a malformed line stops the run with file:line, unless the user asked to skip them
+    raw = load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats)
+    if stats.get("skipped"):
+        notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
+    # The held-out split is drawn before the filters, from the normalised, deduplicated
+    # corpus, exactly as runs before the filters existed drew it: a model trained with the
+    # filters is then scored on the same dev/test sentences as one trained without them.
+    pairs = clean_pairs(raw)
+    splits = split_by_sentence(pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed)
+    if not splits.train or not splits.dev:
+        raise ValueError(
+            f"{cfg.data}: {len(pairs)} usable pairs leave {len(splits.train)} for training "
+            f"and {len(splits.dev)} for dev after holding out --dev-size {cfg.dev_size} and "
+            f"--test-size {cfg.test_size}: use a larger corpus or smaller held-out sets"
+        )
+    seen |= set(splits.dev) | set(splits.test)
+    primary_train, rep = clean_corpus(splits.train, cleaning, exclude=exclude, seen=seen)
+    rep.read = len(raw)
+    rep.removed["duplicate"] += len(raw) - len(pairs)
+    report[primary.name] = {"path": cfg.data, "weight": primary.weight, **rep.to_dict()}
+    notes.append(
+        f"{primary.name}: {rep.summary()}; held out {len(splits.dev)} dev + "
+        f"{len(splits.test)} test pairs"
+    )
+    # the other corpora must not contain the held-out sentences either
+    exclude |= {sentence_key(x) for pair in splits.dev + splits.test for x in pair}
+    rng = random.Random(cfg.seed)
+    train = apply_weight(primary_train, primary.weight, rng)
+    unique = list(primary_train)
+    for text in cfg.extra_data:
+        spec = CorpusSpec.parse(text)
+        stats = {}
+        raw = load_corpus(spec.path, skip_bad=cfg.skip_bad_lines, stats=stats)
+        if stats.get("skipped"):
+            notes.append(f"skipped {stats['skipped']} malformed lines of {spec.path}")
+        pairs, rep = clean_corpus(raw, cleaning, exclude=exclude, seen=seen)
+        report[spec.name] = {"path": spec.path, "weight": spec.weight, **rep.to_dict()}
+        notes.append(f"{spec.name} (weight {spec.weight:g}): {rep.summary()}")
+        if pairs:
+            train += apply_weight(pairs, spec.weight, rng)
+            unique += pairs
+    if cfg.number_augment > 0:
+        added = augment_numbers(unique, cfg.number_augment, rng)
+        train += added
+        report["number-augmentation"] = {"added": len(added), "share": cfg.number_augment}
+        notes.append(f"number augmentation: {len(added)} renumbered copies added")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    write_pairs(splits.dev, data_dir / "dev.tsv")
+    write_pairs(splits.test, data_dir / "test.tsv")
+    for name, pairs in extra_dev.items():
+        write_pairs(pairs, data_dir / f"dev-{name}.tsv")
+    (data_dir / "cleaning.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    notes.append(f"training mix: {len(train)} pairs ({len(unique)} distinct before weighting)")
+    return train, splits.dev, splits.test, extra_dev
+
+
+def read_sentence_keys(path: str | Path) -> set[str]:
+    """Every sentence of a test set to exclude: both columns of a TSV, or one per line."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--exclude: {p} does not exist")
+    opener = gzip.open if p.suffix == ".gz" else open
+    keys: set[str] = set()
+    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            for field_ in line.rstrip("\n").split("\t")[:2]:
+                if field_.strip():
+                    keys.add(sentence_key(field_))
+    return keys
 
 
 def _train_tokenizers(
@@ -101,8 +205,19 @@ def _train_tokenizers(
     src_texts = [s for s, _ in train]
     tgt_texts = [t for _, t in train]
     if preset.tokenizer == "joint-spm":
+        texts = src_texts + tgt_texts
+        if cfg.tokenizer_sample and len(texts) > cfg.tokenizer_sample:
+            # a seeded sample keeps SentencePiece's time and memory bounded on big mixes
+            texts = random.Random(cfg.seed).sample(texts, cfg.tokenizer_sample)
         joint = SentencePieceTokenizer.train(
-            src_texts + tgt_texts, vocab_size=cfg.vocab_size, seed=cfg.seed
+            texts,
+            vocab_size=cfg.vocab_size,
+            seed=cfg.seed,
+            split_digits=cfg.split_digits,
+            byte_fallback=cfg.byte_fallback,
+            # with byte fallback the rarest characters can be left to bytes rather than each
+            # take a vocabulary entry the model sees a handful of times
+            character_coverage=0.9999 if cfg.byte_fallback else 1.0,
         )
         return joint, joint
     if preset.tokenizer == "glove-word":

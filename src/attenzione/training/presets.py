@@ -10,6 +10,12 @@ machine (2 cores), not copied from GPU papers:
 * ``small`` — the shipped model: d_model 256, 4 heads of 64, d_ff 1024, 3 + 3 layers, one
   joint SentencePiece vocabulary with shared source/target embeddings tied to the output
   projection (fewer parameters, English and Italian share names and numbers).
+* ``broad`` — for real text on a CPU (issue 11): a deep encoder and a shallow decoder
+  (d_model 256, 4 heads of 64, d_ff 1024, 6 + 2 layers), as Firefox Translations' CPU models
+  do: the encoder runs once per sentence, the decoder once per output token, so decoder
+  layers are where translation time goes. A 24k joint SentencePiece vocabulary with digits
+  split (numbers are copied digit by digit) and byte fallback (nothing is ever ``<unk>``),
+  and number augmentation in the training mix. ~13M parameters.
 * ``base`` — wider and deeper (d_model 384, 6 heads, 5 + 5 layers) for users with more time.
 * ``tiny`` — a few thousand parameters, for tests and smoke runs.
 """
@@ -84,6 +90,33 @@ PRESETS: dict[str, Preset] = {
         ),
         "joint-spm",
         dict(lr=1e-3, warmup_steps=2000, vocab_size=8000),
+    ),
+    "broad": Preset(
+        "broad",
+        "real text: d_model 256, 4 heads of 64, d_ff 1024, 6+2 layers, joint SentencePiece 24k "
+        "(digits split, byte fallback), tied",
+        dict(
+            d_model=256,
+            n_heads=4,
+            d_head=64,
+            d_ff=1024,
+            n_enc_layers=6,
+            n_dec_layers=2,
+            dropout=0.1,
+            share_src_tgt_embeddings=True,
+            tie_embeddings=True,
+            max_len=256,
+        ),
+        "joint-spm",
+        dict(
+            lr=1e-3,
+            warmup_steps=4000,
+            vocab_size=24000,
+            split_digits=True,
+            byte_fallback=True,
+            number_augment=0.3,
+            tokenizer_sample=1_000_000,
+        ),
     ),
     "base": Preset(
         "base",

@@ -31,7 +31,7 @@ from torch import nn
 
 from attenzione.config import DecodeConfig, ModelConfig, TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
-from attenzione.evaluation import corpus_scores
+from attenzione.evaluation import corpus_scores, number_fidelity
 from attenzione.model import Transformer
 from attenzione.speed import bf16_warning
 from attenzione.training.checkpoint import find_checkpoint, load_state, write_checkpoint
@@ -191,6 +191,8 @@ class Trainer:
             "parameters": self.model.num_parameters(),
             "max_src_tokens": self.cfg.max_src_tokens,
             "data": str(self.cfg.data),
+            "corpora": [str(self.cfg.data), *self.cfg.extra_data],
+            **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
             "attribution": ATTRIBUTION,
         }
@@ -237,19 +239,32 @@ class Trainer:
                 smoothing=self.cfg.label_smoothing,
             )
             total, nll_sum, n_tok = total + float(loss), nll_sum + float(nll), n_tok + n
-        head = dev[: self.cfg.dev_bleu_sentences]
         translator = Translator(
             self.model, self.data.src_tok, self.data.tgt_tok, max_src_tokens=self.cfg.max_src_tokens
         )
-        hyps = translator.translate([s for s, _ in head], decode=DecodeConfig(method="greedy"))
-        scores = corpus_scores(hyps, [t for _, t in head])
-        self.model.train()
-        return {
+        record = {
             "dev_loss": total / max(n_tok, 1),
             "dev_ppl": math.exp(min(nll_sum / max(n_tok, 1), 50)),
-            "dev_bleu": scores.bleu,
-            "dev_chrf": scores.chrf,
         }
+        # greedy BLEU/chrF on the head of each dev set: the run's own split ("dev_bleu") and
+        # every --extra-dev set ("dev_<name>_bleu"), with the share of source numbers kept
+        for name, pairs in [("", dev), *self.data.extra_dev.items()]:
+            head = pairs[: self.cfg.dev_bleu_sentences]
+            sources = [s for s, _ in head]
+            hyps = translator.translate(sources, decode=DecodeConfig(method="greedy"))
+            scores = corpus_scores(hyps, [t for _, t in head])
+            prefix = f"dev_{name}_" if name else "dev_"
+            record[prefix + "bleu"] = scores.bleu
+            record[prefix + "chrf"] = scores.chrf
+            kept = number_fidelity(sources, hyps)
+            if kept.total:
+                record[prefix + "numbers"] = kept.share
+        if self.data.extra_dev:
+            # the checkpoint kept as best/ is the best on all dev sets together
+            names = ["dev_bleu", *(f"dev_{n}_bleu" for n in self.data.extra_dev)]
+            record["dev_score"] = sum(record[n] for n in names) / len(names)
+        self.model.train()
+        return record
 
     def _autocast(self) -> Any:
         if self.cfg.bf16:
@@ -391,12 +406,18 @@ class Trainer:
             record = {"step": p.step, "epoch": p.epoch, **self.evaluate()}
             p.history.append(record)
             self._metric(record)
+            extra = "".join(
+                f"  {n}: BLEU {record[f'dev_{n}_bleu']:.2f} chrF {record[f'dev_{n}_chrf']:.2f}"
+                for n in self.data.extra_dev
+            )
             self.log(
                 f"step {p.step}: dev loss {record['dev_loss']:.3f}  ppl {record['dev_ppl']:.2f}  "
-                f"BLEU {record['dev_bleu']:.2f}  chrF {record['dev_chrf']:.2f}"
+                f"BLEU {record['dev_bleu']:.2f}  chrF {record['dev_chrf']:.2f}{extra}  "
+                f"({p.train_seconds / 3600:.2f} train h)"
             )
-            if record["dev_bleu"] > p.best_bleu:
-                p.best_bleu = record["dev_bleu"]
+            score = record.get("dev_score", record["dev_bleu"])
+            if score > p.best_bleu:
+                p.best_bleu = score
                 p.evals_without_gain = 0
                 self.save("best", with_state=False)
             else:

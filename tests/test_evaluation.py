@@ -48,3 +48,34 @@ def test_scoring_rejects_mismatched_or_empty_input() -> None:
         corpus_scores([], [])
     with pytest.raises(ValueError, match="at least one reference"):
         corpus_scores(["a"], [[]])
+
+
+def test_number_fidelity_on_a_hand_made_example() -> None:
+    from attenzione.evaluation import copy_fidelity, number_fidelity
+
+    sources = [
+        "I was born in 2017.",  # 2017 → 20177: lost
+        "Call 555-1234 at 10:30.",  # 555, 1234, 10, 30: all kept
+        "7 of 7 cats cost 1,000 euros or 3.5 each.",  # one 7 lost; 1.000 and 3,5 kept
+        "No numbers here.",
+    ]
+    hyps = [
+        "Sono nato nel 20177.",
+        "Chiama il 555-1234 alle 10:30.",
+        "7 gatti su otto costano 1.000 euro o 3,5 ciascuno.",
+        "Nessun numero.",
+    ]
+    fid = number_fidelity(sources, hyps)
+    assert (fid.kept, fid.total) == (7, 9)
+    assert fid.share == pytest.approx(7 / 9)
+    perfect = number_fidelity(sources, sources)
+    assert (perfect.kept, perfect.total) == (9, 9)
+    cats = copy_fidelity(
+        ["See https://example.org/a and run_tests() in main.py, said Tom."],
+        ["Vedi https://example.org/a e run_tests() in main.py, disse Mario."],
+    )
+    assert (cats["urls"].kept, cats["urls"].total) == (1, 1)
+    assert (cats["code"].kept, cats["code"].total) == (2, 2)
+    assert (cats["names"].kept, cats["names"].total) == (0, 1)
+    with pytest.raises(ValueError, match="2 sources but 1"):
+        number_fidelity(["a", "b"], ["a"])

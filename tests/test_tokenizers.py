@@ -86,3 +86,31 @@ def test_bad_tokenizer_requests_are_clear(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text('{"type": "bpe-magic"}')
     with pytest.raises(ValueError, match="unknown tokenizer type"):
         load_tokenizer(tmp_path)
+
+
+ROUND_TRIP = [
+    "The transformer architecture was introduced in 2017.",
+    "Call 555-1234 or visit https://example.org/path?q=1&x=2 before 10:30.",
+    "Perché è così? Città, più, però — «virgolette» e l'apostrofo.",
+    "Prices: €3.50, £12, 100% of 1,000,000 (x² + y³ ≥ z) ~ file_name.txt",
+    "Emoji 🙂 and 中文 and Ελληνικά survive.",
+]
+
+
+def test_sentencepiece_with_byte_fallback_round_trips_anything_without_unk() -> None:
+    training = (ENGLISH + ITALIAN) * 20 + ["numbers 0 1 2 3 4 5 6 7 8 9"] * 5
+    tok = SentencePieceTokenizer.train(
+        training,
+        vocab_size=320,
+        split_digits=True,
+        byte_fallback=True,
+        character_coverage=0.9999,
+        normalization="identity",
+    )
+    for text in ROUND_TRIP:
+        ids = tok.encode(text)
+        assert tok.unk_id not in ids, text
+        assert tok.decode(ids) == text
+    # digits are split, so any number is spelled the same way, digit by digit
+    pieces = [tok.id_to_token(i) for i in tok.encode("2017 20177")]
+    assert [p.strip("▁") for p in pieces if p.strip("▁")] == list("2017") + list("20177")

@@ -195,9 +195,11 @@ def strip_accelerator_pair(src: str, tgt: str) -> tuple[str, str] | None:
     ms, mt = list(_ACCEL.finditer(src)), list(_ACCEL.finditer(tgt))
     if len(ms) != 1 or len(mt) != 1:
         return None
-    # an identifier copied verbatim ("file_name" on both sides) is not an accelerator:
-    # translators move accelerators onto the translated word
-    if _word_at(src, ms[0].start()) == _word_at(tgt, mt[0].start()):
+    # an identifier copied verbatim ("file_name" on both sides) is not an accelerator: a
+    # marker inside a word that the translator left unchanged is taken for part of a name
+    i = ms[0].start()
+    inside = i > 0 and (src[i - 1].isalnum() or src[i - 1] in "_&")
+    if inside and _word_at(src, i) == _word_at(tgt, mt[0].start()):
         return None
     return _ACCEL.sub("", src, count=1), _ACCEL.sub("", tgt, count=1)
 

@@ -177,6 +177,7 @@ class SentencePieceTokenizer(Tokenizer):
         num_threads: int = 2,
         split_digits: bool = False,
         byte_fallback: bool = False,
+        normalization: str = "nmt_nfkc",
     ) -> SentencePieceTokenizer:
         """Train on ``texts``.
 
@@ -184,7 +185,9 @@ class SentencePieceTokenizer(Tokenizer):
         and the model learns to copy digits instead of memorising ``2017`` and ``20`` ``17`` as
         unrelated pieces; ``byte_fallback`` spells any character the vocabulary lacks as UTF-8
         byte pieces, so no input ever becomes ``<unk>`` (an emoji or a rare script survives the
-        round trip).
+        round trip). ``normalization`` is SentencePiece's rule: its default ``nmt_nfkc``
+        rewrites text (``x²`` → ``x2``, ``…`` → ``...``), ``identity`` keeps every character as
+        given, which with byte fallback means every input decodes back to itself.
         """
         import sentencepiece as spm
 
@@ -211,6 +214,7 @@ class SentencePieceTokenizer(Tokenizer):
                 num_threads=num_threads,
                 split_digits=split_digits,
                 byte_fallback=byte_fallback,
+                normalization_rule_name=normalization,
                 minloglevel=2,
             )
         except RuntimeError as exc:

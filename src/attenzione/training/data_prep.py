@@ -218,6 +218,8 @@ def _train_tokenizers(
             # with byte fallback the rarest characters can be left to bytes rather than each
             # take a vocabulary entry the model sees a handful of times
             character_coverage=0.9999 if cfg.byte_fallback else 1.0,
+            # and nothing is rewritten: what comes in is what the model sees and gives back
+            normalization="identity" if cfg.byte_fallback else "nmt_nfkc",
         )
         return joint, joint
     if preset.tokenizer == "glove-word":

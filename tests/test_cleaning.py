@@ -194,3 +194,23 @@ def test_extra_dev_sets_are_kept_and_never_trained_on(tmp_path: Path) -> None:
     assert not set(main[:4]) & set(data.train)
     resumed = prepare(cfg, get_preset("tiny"), tmp_path / "run", write=False)
     assert resumed.extra_dev == data.extra_dev
+
+
+@pytest.mark.parametrize(
+    ("source", "raw", "repaired"),
+    [
+        ("I was born in 2017.", "Sono nato nel 20177.", "Sono nato nel 2017."),
+        ("Call 555-1234.", "Chiama il 555255325525555.", "Chiama il 555-1234."),
+        ("From 1990 to 2000.", "Dal 1990 al 20000.", "Dal 1990 al 2000."),
+        ("It costs 1,000 euros.", "Costa 1.000 euro.", "Costa 1.000 euro."),  # localised: kept
+        ("I have two cats.", "Ho 2 gatti.", "Ho 2 gatti."),  # nothing to put back
+        ("Room 12.", "Camera dodici.", "Camera dodici."),  # no number to replace
+        ("No numbers.", "Nessun numero 5.", "Nessun numero 5."),
+    ],
+)
+def test_repair_numbers_puts_back_garbled_numbers_only(
+    source: str, raw: str, repaired: str
+) -> None:
+    from attenzione.data.numbers import repair_numbers
+
+    assert repair_numbers(source, raw) == repaired

@@ -55,7 +55,7 @@ def test_number_fidelity_on_a_hand_made_example() -> None:
 
     sources = [
         "I was born in 2017.",  # 2017 → 20177: lost
-        "Call 555-1234 at 10:30.",  # 555, 1234, 10, 30: all kept
+        "Call 555-1234 at 10:30.",  # 555-1234 and 10:30: kept
         "7 of 7 cats cost 1,000 euros or 3.5 each.",  # one 7 lost; 1.000 and 3,5 kept
         "No numbers here.",
     ]
@@ -66,10 +66,10 @@ def test_number_fidelity_on_a_hand_made_example() -> None:
         "Nessun numero.",
     ]
     fid = number_fidelity(sources, hyps)
-    assert (fid.kept, fid.total) == (7, 9)
-    assert fid.share == pytest.approx(7 / 9)
+    assert (fid.kept, fid.total) == (5, 7)
+    assert fid.share == pytest.approx(5 / 7)
     perfect = number_fidelity(sources, sources)
-    assert (perfect.kept, perfect.total) == (9, 9)
+    assert (perfect.kept, perfect.total) == (7, 7)
     cats = copy_fidelity(
         ["See https://example.org/a and run_tests() in main.py, said Tom."],
         ["Vedi https://example.org/a e run_tests() in main.py, disse Mario."],

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from attenzione.data.numbers import NUMBER, swap_separators
+
 
 @dataclass
 class Scores:
@@ -88,7 +90,6 @@ def corpus_scores(
 # a decimal part; URLs; code-like tokens (snake_case, dotted file names, paths, calls);
 # capitalised words that do not start a sentence (names, mostly — "English" → "inglese" is a
 # correct change, so that category is a signal, not a target).
-_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?!\w)")
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[^\s<>\".,;:!?)]")
 _CODE = re.compile(
     r"(?<![\w/])(?:[A-Za-z]+_[\w]+|[\w-]+\.(?:[a-z]{1,4})\b(?![.\w])|/[\w./-]+|\w+\(\))"
@@ -111,16 +112,11 @@ class Fidelity:
         return f"{self.share:.2%} ({self.kept}/{self.total})"
 
 
-def _swap_separators(number: str) -> str:
-    """1,000 ↔ 1.000 and 3.5 ↔ 3,5: the same number written the Italian way."""
-    return number.translate(str.maketrans(",.", ".,"))
-
-
 def _kept(items: list[str], hypothesis: str, found: list[str], alternates: bool) -> int:
     pool = Counter(found)
     kept = 0
     for item in items:
-        for form in (item, _swap_separators(item)) if alternates else (item,):
+        for form in (item, swap_separators(item)) if alternates else (item,):
             if pool[form] > 0:
                 pool[form] -= 1
                 kept += 1
@@ -143,10 +139,12 @@ def copy_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> dict[str
         raise ValueError(f"{len(sources)} sources but {len(hypotheses)} translations")
     out = {name: Fidelity(0, 0) for name in ("numbers", "urls", "code", "names")}
     for src, hyp in zip(sources, hypotheses, strict=True):
-        for name, pattern in (("numbers", _NUMBER), ("urls", _URL), ("code", _CODE)):
-            items = pattern.findall(src)
+        for name, pattern in (("numbers", NUMBER), ("urls", _URL), ("code", _CODE)):
+            # code-like tokens are looked for outside URLs, which are counted as URLs
+            s, h = (_URL.sub(" ", src), _URL.sub(" ", hyp)) if name == "code" else (src, hyp)
+            items = pattern.findall(s)
             out[name].total += len(items)
-            out[name].kept += _kept(items, hyp, pattern.findall(hyp), name == "numbers")
+            out[name].kept += _kept(items, h, pattern.findall(h), name == "numbers")
         names = _NAME.findall(src)
         out["names"].total += len(names)
         out["names"].kept += sum(1 for n in names if re.search(rf"\b{re.escape(n)}\b", hyp))

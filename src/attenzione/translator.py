@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from attenzione.config import DecodeConfig
+from attenzione.data.numbers import repair_numbers
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.decoding import Hypothesis, generate
 from attenzione.model import Transformer
@@ -159,27 +160,31 @@ class Translator:
         length_penalty: float = 1.0,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
+        fix_numbers: bool = True,
     ) -> list[str]:
         """Translate one string or a list of strings; returns a list of Italian strings.
 
         ``beam`` 1 is greedy decoding; ``sample=True`` samples instead (with ``temperature``,
         ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
+        ``fix_numbers`` puts back source numbers the model garbled ("2017" → "20177"; see
+        :func:`attenzione.data.numbers.repair_numbers`); False gives the model's raw output.
         """
         if isinstance(texts, str):
             texts = [texts]
         cfg = decode or _decode_config(
             beam, sample, temperature, top_k, top_p, seed, length_penalty
         )
-        pieces: list[tuple[int, list[int]]] = []  # (line index, source ids)
+        pieces: list[tuple[int, str, list[int]]] = []  # (line index, source text, source ids)
         for line_no, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError(f"input {line_no} is {type(text).__name__}, not a string")
             for part in self._pieces(text.strip()) if text.strip() else []:
-                pieces.append((line_no, self.encode_source(part)))
-        hyps = self.translate_ids([ids for _, ids in pieces], cfg, batch_size=batch_size)
+                pieces.append((line_no, part, self.encode_source(part)))
+        hyps = self.translate_ids([ids for _, _, ids in pieces], cfg, batch_size=batch_size)
         out: list[list[str]] = [[] for _ in texts]
-        for (line_no, _), h in zip(pieces, hyps, strict=True):
-            out[line_no].append(self.tgt_tokenizer.decode(h[0].tokens) if h else "")
+        for (line_no, part, _), h in zip(pieces, hyps, strict=True):
+            text = self.tgt_tokenizer.decode(h[0].tokens) if h else ""
+            out[line_no].append(repair_numbers(part, text) if fix_numbers else text)
         return [" ".join(parts) for parts in out]
 
     def translate_n_best(
@@ -192,7 +197,7 @@ class Translator:
         if not text.strip():
             return [("", 0.0)]
         hyps = self.translate_ids([self.encode_source(text.strip())], cfg)[0]
-        return [(self.tgt_tokenizer.decode(h.tokens), h.score) for h in hyps]
+        return [(repair_numbers(text, self.tgt_tokenizer.decode(h.tokens)), h.score) for h in hyps]
 
     # ------------------------------------------------------------------ attention
     def attention(self, src: str, tgt: str | None = None, *, beam: int = 4) -> AttentionMaps:

@@ -16,9 +16,10 @@ copied digit by digit rather than recalled as a familiar string.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from attenzione.data.numbers import NUMBER
 
 Pair = tuple[str, str]
 
@@ -68,10 +69,6 @@ def apply_weight(pairs: list[Pair], weight: float, rng: random.Random) -> list[P
         k = round(frac * len(pairs))
         out += [pairs[i] for i in sorted(rng.sample(range(len(pairs)), k))]
     return out
-
-
-# a number: digits, optionally grouped or with a decimal part ("2017", "1,000", "3.5")
-NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
 
 
 def _random_number(rng: random.Random) -> str:

@@ -3,9 +3,11 @@
     python tools/ship_model.py RUN_DIR [--beam 4] [--dry-run]
 
 Loads ``RUN_DIR/best``, scores it with beam search on the run's own held-out dev and test
-splits (sacreBLEU BLEU and chrF), and writes ``src/attenzione/pretrained/en-it`` with fp16
-weights, the tokenizers and an ``info.json`` carrying the scores, the training facts and the
-data attribution. The figures in the README come from this script's output.
+splits and on every extra dev set of the run (``data/dev-NAME.tsv``, e.g. FLORES), with
+sacreBLEU BLEU and chrF and the share of numbers (URLs, code, names) copied unchanged, and
+writes ``src/attenzione/pretrained/en-it`` with fp16 weights, the tokenizers and an
+``info.json`` carrying the scores, the training facts and the attribution of every corpus
+the run trained on. The figures in the README come from this script's output.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 import torch
 
 from attenzione.data import read_pairs
-from attenzione.evaluation import corpus_scores, group_references
+from attenzione.data.mixing import CorpusSpec
+from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
 from attenzione.translator import PRETRAINED_DIR, Translator
 
 
@@ -35,6 +38,8 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
         first.setdefault(src, hyp)
     sources, refs = group_references(pairs)
     m = corpus_scores([first[src] for src in sources], refs)
+    raw = tr.translate([s for s, _ in pairs], beam=beam, fix_numbers=False)
+    copied = copy_fidelity([s for s, _ in pairs], hyps)
     return {
         "bleu": round(s.bleu, 2),
         "chrf": round(s.chrf, 2),
@@ -48,7 +53,38 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
             "sources": m.n_sentences,
             "signature": m.bleu_signature,
         },
+        "copied": {k: round(f.share, 4) for k, f in copied.items() if f.total},
+        "numbers": {
+            "kept": copied["numbers"].kept,
+            "total": copied["numbers"].total,
+            "kept_raw": copy_fidelity([s for s, _ in pairs], raw)["numbers"].kept,
+        },
+        "bleu_raw": round(corpus_scores(raw, [t for _, t in pairs]).bleu, 2),
     }
+
+
+# What each corpus of the shared data asks to be credited with (../shared/data/README.md);
+# a corpus not named here is listed by path only.
+ATTRIBUTIONS = {
+    "en-it.train": "English–Italian sentence pairs from the Tatoeba Project "
+    "(https://tatoeba.org), contributed by its members and licensed under CC-BY 2.0 FR; pair "
+    "selection by ManyThings.org (https://www.manythings.org/anki/).",
+    "debian-package-descriptions.en-it": "Debian package descriptions and their Italian "
+    "translations (Debian Description Translation Project, Debian 12); under the packages' "
+    "own free licences.",
+    "debian-program-messages.en-it": "The Italian gettext catalogues of 1,607 Debian 12 "
+    "packages, by those programs' translators; under each program's licence (GPL, LGPL, MPL, "
+    "…: see the package's copyright file).",
+    "libreoffice-help.en-it": "LibreOffice 7.4 help, English and Italian (MPL-2.0).",
+    "kde-manuals.en-it": "KDE application manuals and their Italian translations (mostly GFDL).",
+    "gimp-help.en-it": "GIMP 2.10 help, English and Italian (GFDL-1.2+).",
+    "debian-manuals.en-it": "Debian Reference, the Debian Administrator's Handbook, "
+    "aptitude's manual, the Developer's Reference and the New Maintainers' Guide (GPL-2+; the "
+    "Handbook GPL-2+ or CC BY-SA 3.0).",
+    "firefox.en-it": "Firefox ESR's English and Italian strings (MPL-2.0).",
+    "games-0ad-freecol.en-it": "0 A.D. (CC BY-SA 3.0 / GPL-2+) and FreeCol (GPL-2+) game texts.",
+    "gnome-help.en-it": "GNOME user documentation (see gnome-user-docs' copyright file).",
+}
 
 
 def main() -> None:
@@ -60,7 +96,8 @@ def main() -> None:
     args = parser.parse_args()
     tr = Translator.from_pretrained(args.run / args.checkpoint)
     results = {}
-    for split in ("dev", "test"):
+    extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))
+    for split in ("dev", "test", *(f"dev-{name}" for name in extra)):
         pairs = read_pairs(args.run / "data" / f"{split}.tsv")
         results[split] = score(tr, pairs, args.beam)
         print(split, json.dumps(results[split]))
@@ -70,10 +107,15 @@ def main() -> None:
         {
             "dev_beam": results["dev"],
             "test_beam": results["test"],
+            **{f"dev_{name}_beam": results[f"dev-{name}"] for name in extra},
             "source_run": str(args.run),
             "weights_dtype": "float16",
         }
     )
+    corpora = [CorpusSpec.parse(c) for c in tr.info.get("corpora", [tr.info.get("data", "")])]
+    tr.info["attribution"] = [
+        ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
+    ]
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)

@@ -29,6 +29,11 @@ def evaluate(
     ),
     limit: int | None = typer.Option(None, help="Score only the first N pairs."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    fix_numbers: bool = typer.Option(
+        True,
+        "--fix-numbers/--no-fix-numbers",
+        help="Put back source numbers the model garbled (default), or score its raw output.",
+    ),
     all_references: bool = typer.Option(
         False,
         "--all-references",
@@ -40,7 +45,7 @@ def evaluate(
     """Translate a test set and score it with sacreBLEU."""
     with user_errors():
         from attenzione.data import load_corpus
-        from attenzione.evaluation import corpus_scores, group_references
+        from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
         from attenzione.translator import Translator
 
         pairs = load_corpus(data)[:limit]
@@ -52,9 +57,10 @@ def evaluate(
         else:
             sources, references = [s for s, _ in pairs], [t for _, t in pairs]
         started = time.perf_counter()
-        hyps = translator.translate(sources, beam=beam)
+        hyps = translator.translate(sources, beam=beam, fix_numbers=fix_numbers)
         seconds = time.perf_counter() - started
         scores = corpus_scores(hyps, references)
+        fidelity = copy_fidelity(sources, hyps)
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         if as_json:
@@ -69,11 +75,21 @@ def evaluate(
                         "all_references": all_references,
                         "seconds": round(seconds, 2),
                         "hypotheses": str(out),
+                        "fix_numbers": fix_numbers,
+                        "copied": {
+                            k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
+                            for k, f in fidelity.items()
+                        },
                     },
                     indent=2,
                 )
             )
         else:
             typer.echo(str(scores))
+            typer.echo(
+                "copied unchanged: "
+                + ", ".join(f"{k} {f}" for k, f in fidelity.items() if f.total)
+                + ("" if fix_numbers else " (raw output: --no-fix-numbers)")
+            )
             typer.echo(f"{len(sources)} sentences translated in {seconds:.1f} s ({precision})")
             typer.echo(f"hypotheses written to {out}")

@@ -110,7 +110,7 @@ PRESETS: dict[str, Preset] = {
         "joint-spm",
         dict(
             lr=1e-3,
-            warmup_steps=4000,
+            warmup_steps=2000,
             vocab_size=16000,
             split_digits=True,
             byte_fallback=True,

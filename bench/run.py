@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attenzione.speed import native_bf16
+from attenzione.precision import native_bf16
 from bench.systems import BOS, CT2, EOS, PAD, PRESETS, Attenzione, Dims, Marian, System, TorchNN
 
 RESULTS: list[dict[str, Any]] = []

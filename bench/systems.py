@@ -127,7 +127,7 @@ class Attenzione(System):
 
     def inference(self, precision: str) -> Attenzione:
         """A decoding-only view of this system at another precision (bf16 weights, int8)."""
-        from attenzione.speed import for_inference
+        from attenzione.precision import for_inference
 
         view = object.__new__(Attenzione)
         view.model = for_inference(self.model, precision)

@@ -50,8 +50,14 @@ def test_cross_mask_is_real_query_and_real_key() -> None:
     assert m[1, 0].tolist() == [[True, False, False, False]] + [[False] * 4] * 2
 
 
-def test_combine_and_is_pad_conversion() -> None:
-    assert M.combine(None, None) is None
-    a, b = M.padding_mask(IDS, 0), M.causal_mask(4)
-    assert torch.equal(M.combine(a, None, b), a & b)  # type: ignore[arg-type]
+def test_is_pad_conversion() -> None:
+    a = M.padding_mask(IDS, 0)
     assert torch.equal(M.key_padding_to_is_pad(a), IDS == 0)
+
+
+def test_cross_mask_from_the_key_mask_equals_the_one_from_ids() -> None:
+    tgt = torch.tensor([[1, 5, 0], [1, 6, 7]])
+    built = M.with_real_queries(M.padding_mask(IDS[:2], 0), tgt, 0)
+    assert built.shape == (2, 1, 3, IDS.shape[1])
+    assert torch.equal(built, M.cross_mask(tgt, IDS[:2], 0))
+    assert not built[0, 0, 2].any()  # a padded query row allows nothing

@@ -10,6 +10,7 @@ import torch
 
 from attenzione.config import ModelConfig
 from attenzione.model import Transformer
+from attenzione.model_dir import load_model, save_weights
 
 PAD = 0
 
@@ -175,17 +176,17 @@ def test_cache_reorder_follows_the_chosen_rows() -> None:
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     model = _model(tie_embeddings=True)
     src, tgt = _batch()
-    model.save(tmp_path / "m")
+    save_weights(tmp_path / "m", model)
     assert (tmp_path / "m" / "model.safetensors").read_bytes()[8:9] == b"{"  # safetensors header
-    again = Transformer.load(tmp_path / "m")
+    again = load_model(tmp_path / "m")
     torch.testing.assert_close(again(src, tgt).logits, model(src, tgt).logits)
     assert again.generator.weight is again.tgt_embed.embedding.weight
-    model.save(tmp_path / "half", dtype=torch.float16)
-    half = Transformer.load(tmp_path / "half")
+    save_weights(tmp_path / "half", model, dtype=torch.float16)
+    half = load_model(tmp_path / "half")
     assert half.generator.weight.dtype == torch.float32
     torch.testing.assert_close(half(src, tgt).logits, model(src, tgt).logits, atol=2e-2, rtol=2e-2)
     with pytest.raises(FileNotFoundError, match="config.json"):
-        Transformer.load(tmp_path)
+        load_model(tmp_path)
 
 
 def test_pretrained_source_embeddings_load_and_freeze() -> None:

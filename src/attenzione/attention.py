@@ -27,6 +27,7 @@ produces.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +35,26 @@ from torch import Tensor, nn
 
 BACKENDS = ("auto", "math", "fused", "chunked")
 DEFAULT_CHUNK = 256
+
+
+@dataclass
+class AttentionRecord:
+    """What one attention layer computed in one pass, returned only when weights are requested.
+
+    The viewer draws ``weights`` and ``mask``; the explanation of one head re-does seed 000's
+    arithmetic from ``q``, ``k`` and ``v``. They are the very tensors the layer used (returned
+    by the layer, not read off by patching it at run time), so an explanation can only ever
+    describe what the model computed.
+
+    Shapes: weights (B,H,Tq,Tk); q (B,H,Tq,Dh); k, v (B,H,Tk,Dh); mask bool broadcastable to
+    (B,1,Tq,Tk), True = may attend, or None (no constraint).
+    """
+
+    weights: Tensor
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    mask: Tensor | None
 
 
 def _safe_mask(mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:

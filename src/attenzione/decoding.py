@@ -1,35 +1,61 @@
-"""Turning a source batch into target token ids: greedy, sampling and beam search.
+"""Turning a source batch into target token ids: one loop, three ways of choosing tokens.
 
-All three run the encoder once and then the decoder one token per step on a
-:class:`~attenzione.cache.KVCache` (seed 004's "prediction": linear + softmax over the
-vocabulary, pick a token, feed it back, stop at ``<eos>`` or a maximum length).
+Every method runs the same loop (seed 004's "prediction": linear + softmax over the
+vocabulary, pick a token, feed it back, stop at ``<eos>`` or a maximum length):
 
-* **greedy** picks argmax p(y_t | y_<t, x) at every step;
-* **sampling** draws from softmax(logits / temperature), optionally restricted to the k most
-  likely tokens (top-k) or to the smallest set whose probability reaches p (top-p, nucleus);
-  a ``seed`` makes it reproducible;
-* **beam search** keeps the K best partial translations by total log-probability; a finished
-  one is ranked by ``log p / length^length_penalty`` (``length_penalty`` 0 = raw log-prob,
-  1 = per-token average; larger values favour longer outputs), and a sentence stops once K
-  hypotheses have finished. With K = 1 it is greedy decoding, token for token.
+    encode the source once → a K/V cache with the cross-attention K/V → per step:
+    decode the newest tokens on the cache → log-probabilities → the strategy picks tokens and
+    says which cache rows live on → reorder the cache → next step
 
-Sentences that are finished leave the batch (the cache is reordered to the remaining rows), so
-a batch costs what its unfinished sentences cost. The length cap for a source of n real tokens
-is ``max_len_a·n + max_len_b`` new tokens, never beyond the model's ``max_len``.
+Only the choice differs, and it lives in a small strategy object (as OpenNMT's
+``DecodeStrategy`` and keras-hub's samplers do):
 
-The loop only needs ``model.config`` (pad/bos/eos ids, max_len), ``model.encode``,
-``model.init_cache`` and ``model.decode`` — which lets tests drive it with a scripted stub.
+* :class:`Greedy` picks argmax p(y_t | y_<t, x) at every step;
+* :class:`Sampling` draws from softmax(logits / temperature), optionally restricted to the k
+  most likely tokens (top-k) or to the smallest set whose probability reaches p (top-p,
+  nucleus); a ``seed`` makes it reproducible;
+* :class:`BeamSearch` keeps the K best partial translations by total log-probability; a
+  finished one is ranked by ``log p / length^length_penalty`` (``length_penalty`` 0 = raw
+  log-prob, 1 = per-token average; larger values favour longer outputs), and a sentence stops
+  once K hypotheses have finished. With K = 1 it is greedy decoding, token for token.
+
+Sentences that are finished leave the batch (the strategy returns the surviving rows, the
+loop reorders the cache to them), so a batch costs what its unfinished sentences cost. The
+length cap for a source of n real tokens is ``max_len_a·n + max_len_b`` new tokens, never
+beyond the model's ``max_len``.
+
+The loop needs only what :class:`DecodingModel` names — ``config`` (pad/bos/eos ids, max_len),
+``encode``, ``init_cache`` and ``decode`` — which lets the tests drive it with a scripted stub.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
 from attenzione.config import DecodeConfig
+
+
+class DecodingModel(Protocol):
+    """What the loop needs of a model (:class:`~attenzione.model.Transformer` has it).
+
+    ``config`` needs ``pad_id``, ``bos_id``, ``eos_id`` and ``max_len``; ``encode`` returns an
+    object with ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned by
+    ``init_cache`` needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object
+    with ``logits`` (B,T,V).
+    """
+
+    @property
+    def config(self) -> Any: ...
+
+    def encode(self, src_ids: Tensor) -> Any: ...
+
+    def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int) -> Any: ...
+
+    def decode(self, tgt_ids: Tensor, *, cache: Any) -> Any: ...
 
 
 @dataclass
@@ -41,7 +67,16 @@ class Hypothesis:
     log_prob: float
 
 
-def _limits(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> Tensor:
+@dataclass
+class Step:
+    """A strategy's answer for one step: the next token of every surviving row (N,), and the
+    cache rows those survivors continue from (None: the same rows, in the same order)."""
+
+    tokens: Tensor
+    rows: Tensor | None
+
+
+def _limits(model: DecodingModel, src_ids: Tensor, cfg: DecodeConfig) -> Tensor:
     """(B,) maximum number of new tokens per sentence (the ``<eos>`` included)."""
     n_src = (src_ids != model.config.pad_id).sum(dim=1)  # (B,)
     limit = (n_src.double() * cfg.max_len_a).floor().long() + cfg.max_len_b
@@ -63,116 +98,138 @@ def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
     return logits
 
 
-@torch.inference_mode()
-def greedy_or_sample(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[list[Hypothesis]]:
-    """Greedy decoding (``cfg.method == "greedy"``) or sampling (``"sample"``), batched.
+class Strategy:
+    """How tokens are chosen. The loop calls :meth:`start`, then :meth:`step` until it
+    returns None (every sentence finished), then :meth:`results`."""
 
-    src_ids: (B,S). Returns one single-element list of :class:`Hypothesis` per sentence.
-    """
-    mc = model.config
-    sample = cfg.method == "sample"
-    gen = None
-    if sample and cfg.seed is not None:
-        gen = torch.Generator(device=src_ids.device).manual_seed(cfg.seed)
-    b = src_ids.shape[0]
-    limits = _limits(model, src_ids, cfg)
-    enc = model.encode(src_ids)
-    cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
-    rows = torch.arange(b, device=src_ids.device)  # original sentence of each live row
-    cur = torch.full((b, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)
-    out_tokens: list[list[int]] = [[] for _ in range(b)]
-    log_probs = [0.0] * b
-    for step in range(int(limits.max())):
-        logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
-        if step < cfg.min_len:
-            logits[:, mc.eos_id] = float("-inf")
-        logp = torch.log_softmax(logits, dim=-1)
-        if sample:
-            filtered = _filter_logits(logits / cfg.temperature, cfg.top_k, cfg.top_p)
-            nxt = torch.multinomial(filtered.softmax(dim=-1), 1, generator=gen).squeeze(1)
-            picked = logp.gather(1, nxt[:, None]).squeeze(1)
-        else:
-            picked, nxt = logp.max(dim=-1)  # (N,): the best token and its log-probability
-        done = (nxt == mc.eos_id) | (limits[rows] <= step + 1)
-        for r, tok, lp in zip(rows.tolist(), nxt.tolist(), picked.tolist(), strict=True):
-            log_probs[r] += lp
-            if tok != mc.eos_id:
-                out_tokens[r].append(tok)
+    def __init__(self, cfg: DecodeConfig, eos_id: int, limits: Tensor) -> None:
+        self.cfg, self.eos_id = cfg, eos_id
+        self.limits = limits.tolist()  # (B,) per-sentence caps on new tokens
+        self.batch = len(self.limits)
+
+    def start(self) -> Tensor | None:
+        """Cache rows to begin with (None: one row per sentence, as encoded)."""
+        return None
+
+    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
+        """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based)."""
+        raise NotImplementedError
+
+    def results(self) -> list[list[Hypothesis]]:
+        raise NotImplementedError
+
+
+class Greedy(Strategy):
+    """One row per sentence; each step takes the most likely token."""
+
+    def __init__(self, cfg: DecodeConfig, eos_id: int, limits: Tensor) -> None:
+        super().__init__(cfg, eos_id, limits)
+        self.live = torch.arange(self.batch, device=limits.device)  # sentence of each row
+        self.tokens: list[list[int]] = [[] for _ in range(self.batch)]
+        self.log_probs = [0.0] * self.batch
+        self.limit_t = limits
+
+    def choose(self, logits: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor]:
+        """(N,) next tokens and their log-probabilities."""
+        picked, nxt = log_probs.max(dim=-1)  # one max gives both token and score
+        return nxt, picked
+
+    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
+        nxt, picked = self.choose(logits, log_probs)
+        done = (nxt == self.eos_id) | (self.limit_t[self.live] <= step + 1)  # (N,)
+        for r, tok, lp in zip(self.live.tolist(), nxt.tolist(), picked.tolist(), strict=True):
+            self.log_probs[r] += lp
+            if tok != self.eos_id:
+                self.tokens[r].append(tok)
         if bool(done.all()):
-            break
-        if bool(done.any()):
-            keep = (~done).nonzero().squeeze(1)  # shrink the batch to unfinished rows
-            cache.reorder(keep)
-            rows, nxt = rows[keep], nxt[keep]
-        cur = nxt[:, None]
-    return [[Hypothesis(t, lp, lp)] for t, lp in zip(out_tokens, log_probs, strict=True)]
+            return None
+        if not bool(done.any()):
+            return Step(nxt, None)
+        keep = (~done).nonzero().squeeze(1)  # shrink the batch to unfinished rows
+        self.live = self.live[keep]
+        return Step(nxt[keep], keep)
+
+    def results(self) -> list[list[Hypothesis]]:
+        return [
+            [Hypothesis(t, lp, lp)] for t, lp in zip(self.tokens, self.log_probs, strict=True)
+        ]
 
 
-@torch.inference_mode()
-def beam_search(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[list[Hypothesis]]:
-    """Batched beam search on the K/V cache. src_ids: (B,S) → ``n_best`` hypotheses each.
+class Sampling(Greedy):
+    """Greedy's bookkeeping with a random choice: temperature, top-k, top-p, seeded."""
 
-    Rows of the decoder batch are (sentence, beam) pairs, K consecutive rows per live sentence.
+    def __init__(self, cfg: DecodeConfig, eos_id: int, limits: Tensor) -> None:
+        super().__init__(cfg, eos_id, limits)
+        self.generator = None
+        if cfg.seed is not None:
+            self.generator = torch.Generator(device=limits.device).manual_seed(cfg.seed)
+
+    def choose(self, logits: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor]:
+        cfg = self.cfg
+        filtered = _filter_logits(logits / cfg.temperature, cfg.top_k, cfg.top_p)
+        probs = filtered.softmax(dim=-1)
+        nxt = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)  # (N,)
+        return nxt, log_probs.gather(1, nxt[:, None]).squeeze(1)
+
+
+class BeamSearch(Strategy):
+    """K rows per live sentence: (sentence, beam) pairs, K consecutive rows each.
+
     At each step the K·V continuations of a sentence are ranked by total log-prob; of the best
     2K, ``<eos>`` ones within the top K are set aside as finished, and the best K others go on.
     """
-    mc = model.config
-    k = cfg.beam_size
-    b = src_ids.shape[0]
-    dev = src_ids.device
-    limits = _limits(model, src_ids, cfg)
-    enc = model.encode(src_ids)
-    cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
-    cache.reorder(torch.arange(b, device=dev).repeat_interleave(k))  # (B·K) rows
-    live = list(range(b))  # original sentence of each live group of K rows
-    scores = torch.full((b, k), float("-inf"), device=dev)
-    scores[:, 0] = 0.0  # all beams start identical: only the first may expand at step 0
-    history = torch.empty((b * k, 0), dtype=torch.long, device=dev)
-    cur = torch.full((b * k, 1), mc.bos_id, dtype=torch.long, device=dev)
-    finished: list[list[Hypothesis]] = [[] for _ in range(b)]
-    lim = limits.tolist()
 
-    def finish(sent: int, toks: list[int], total: float, length: int) -> None:
-        norm = total / (length**cfg.length_penalty)
-        finished[sent].append(Hypothesis(toks, norm, total))
+    def __init__(self, cfg: DecodeConfig, eos_id: int, limits: Tensor) -> None:
+        super().__init__(cfg, eos_id, limits)
+        k, b, dev = cfg.beam_size, self.batch, limits.device
+        self.k, self.device = k, dev
+        self.live = list(range(b))  # original sentence of each live group of K rows
+        self.scores = torch.full((b, k), float("-inf"), device=dev)
+        self.scores[:, 0] = 0.0  # all beams start identical: only the first may expand
+        self.history = torch.empty((b * k, 0), dtype=torch.long, device=dev)  # (N, step)
+        self.finished: list[list[Hypothesis]] = [[] for _ in range(b)]
 
-    for step in range(int(limits.max())):
-        n = len(live)
-        logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (n·K,V)
-        if step < cfg.min_len:
-            logits[:, mc.eos_id] = float("-inf")
-        v = logits.shape[-1]
-        cand = scores.view(n * k, 1) + torch.log_softmax(logits, dim=-1)  # (n·K,V)
+    def start(self) -> Tensor:
+        return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
+
+    def _finish(self, sent: int, toks: list[int], total: float, length: int) -> None:
+        norm = total / (length**self.cfg.length_penalty)
+        self.finished[sent].append(Hypothesis(toks, norm, total))
+
+    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
+        k, n = self.k, len(self.live)
+        v = log_probs.shape[-1]
+        cand = self.scores.view(n * k, 1) + log_probs  # (n·K,V) total log-probs
         top_s, top_i = cand.view(n, k * v).topk(min(2 * k, k * v), dim=1)  # (n,2K)
         parent_l = (top_i // v).tolist()
         tok_l = (top_i % v).tolist()
         score_l = top_s.tolist()
-        hist_l: list[list[int]] | None = None
+        hist_l: list[list[int]] | None = None  # the history as lists, built only if needed
         parents: list[int] = []
         new_tok: list[int] = []
         new_scores: list[float] = []
         still: list[int] = []
         length = step + 1
         for g in range(n):
-            sent = live[g]
+            sent = self.live[g]
             chosen: list[int] = []
             for j in range(len(tok_l[g])):
                 s = score_l[g][j]
                 if s == float("-inf"):
                     break
-                if tok_l[g][j] == mc.eos_id:
+                if tok_l[g][j] == self.eos_id:
                     if j < k:
-                        hist_l = history.tolist() if hist_l is None else hist_l
-                        finish(sent, hist_l[g * k + parent_l[g][j]], s, length)
+                        hist_l = self.history.tolist() if hist_l is None else hist_l
+                        self._finish(sent, hist_l[g * k + parent_l[g][j]], s, length)
                 elif len(chosen) < k:
                     chosen.append(j)
-            at_limit = lim[sent] <= length
+            at_limit = self.limits[sent] <= length
             if at_limit:
-                hist_l = history.tolist() if hist_l is None else hist_l
+                hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:
                     toks = hist_l[g * k + parent_l[g][j]] + [tok_l[g][j]]
-                    finish(sent, toks, score_l[g][j], length)
-            if len(finished[sent]) >= k or at_limit or not chosen:
+                    self._finish(sent, toks, score_l[g][j], length)
+            if len(self.finished[sent]) >= k or at_limit or not chosen:
                 continue
             n_real = len(chosen)
             while len(chosen) < k:  # fewer than K live options: pad with dead copies
@@ -183,26 +240,57 @@ def beam_search(model: Any, src_ids: Tensor, cfg: DecodeConfig) -> list[list[Hyp
                 new_tok.append(tok_l[g][j])
                 new_scores.append(score_l[g][j] if idx < n_real else float("-inf"))
         if not still:
-            break
-        index = torch.tensor(parents, dtype=torch.long, device=dev)
-        cache.reorder(index)
-        tok_t = torch.tensor(new_tok, dtype=torch.long, device=dev)
-        history = torch.cat([history.index_select(0, index), tok_t[:, None]], dim=1)
-        scores = torch.tensor(new_scores, device=dev).view(len(still), k)
-        live = [live[g] for g in still]
-        cur = tok_t[:, None]
-    out = []
-    for hyps in finished:
-        hyps.sort(key=lambda h: h.score, reverse=True)
-        out.append(hyps[: cfg.n_best])
-    return out
+            return None
+        index = torch.tensor(parents, dtype=torch.long, device=self.device)  # (n'·K,)
+        tok_t = torch.tensor(new_tok, dtype=torch.long, device=self.device)  # (n'·K,)
+        self.history = torch.cat([self.history.index_select(0, index), tok_t[:, None]], dim=1)
+        self.scores = torch.tensor(new_scores, device=self.device).view(len(still), k)
+        self.live = [self.live[g] for g in still]
+        return Step(tok_t, index)
+
+    def results(self) -> list[list[Hypothesis]]:
+        out = []
+        for hyps in self.finished:
+            hyps.sort(key=lambda h: h.score, reverse=True)
+            out.append(hyps[: self.cfg.n_best])
+        return out
 
 
+STRATEGIES: dict[str, type[Strategy]] = {
+    "greedy": Greedy,
+    "sample": Sampling,
+    "beam": BeamSearch,
+}
+
+
+@torch.inference_mode()
 def generate(
-    model: Any, src_ids: Tensor, cfg: DecodeConfig | None = None
+    model: DecodingModel, src_ids: Tensor, cfg: DecodeConfig | None = None
 ) -> list[list[Hypothesis]]:
-    """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's."""
+    """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
+
+    Returns, per sentence, its hypotheses best first (one for greedy and sampling, up to
+    ``n_best`` for beam search).
+    """
     cfg = cfg or DecodeConfig()
-    if cfg.method == "beam":
-        return beam_search(model, src_ids, cfg)
-    return greedy_or_sample(model, src_ids, cfg)
+    mc = model.config
+    limits = _limits(model, src_ids, cfg)  # (B,)
+    strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
+    enc = model.encode(src_ids)
+    cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
+    rows = strategy.start()
+    if rows is not None:
+        cache.reorder(rows)
+    n = src_ids.shape[0] if rows is None else rows.shape[0]
+    cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
+    for step in range(int(limits.max())):
+        logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
+        if step < cfg.min_len:
+            logits[:, mc.eos_id] = float("-inf")
+        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1))
+        if chosen is None:
+            break
+        if chosen.rows is not None:
+            cache.reorder(chosen.rows)
+        cur = chosen.tokens[:, None]  # (N,1): only the new token goes through the decoder
+    return strategy.results()

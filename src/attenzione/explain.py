@@ -1,9 +1,12 @@
 """Collect a sentence's attention maps and explain one head's arithmetic with real numbers.
 
 :func:`collect_attention` runs one teacher-forced pass with ``need_weights=True`` (which takes
-the reference ``math`` kernel) and keeps the weights the model returned, plus the query, key
-and value vectors each attention layer computed (read off the projections as the model runs,
-not recomputed). :func:`explain_head` then walks through seed 000's computation for one query
+the reference ``math`` kernel). The model returns, per attention layer, an
+:class:`~attenzione.attention.AttentionRecord`: the weights, the query, key and value vectors
+they came from, and the mask that was applied — nothing is recomputed or read off by patching
+the model. The maps keep those tensors and each layer's W^O (dequantized for an int8 model),
+and no live model: they are plain data, so :func:`explain_head` works the same for every
+precision and after the model is gone. It walks through seed 000's computation for one query
 token of one head:
 
     scores_j = q_i · k_j,   scaled_j = scores_j / √d_head,   masked keys → −∞,
@@ -15,62 +18,32 @@ and checks that its α equals the weights the model returned.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from attenzione import masks as M
-from attenzione.attention import MultiHeadAttention
+from attenzione.attention import AttentionRecord
 from attenzione.model import Transformer
-from attenzione.viz.maps import KINDS, AttentionMaps, display_tokens
+from attenzione.viz.maps import AttentionMaps, display_tokens
 
 
-@contextmanager
-def _record_projections(model: Transformer) -> Iterator[dict[tuple[str, int], dict[str, Tensor]]]:
-    """While active, every attention layer's q, k, v (B,H,L,Dh) are recorded as computed."""
-    records: dict[tuple[str, int], dict[str, Tensor]] = {}
-    patched: list[MultiHeadAttention] = []
+def _float_weight(linear: nn.Module) -> Tensor:
+    """A linear layer's weight as float32, whatever the precision (int8 ones are dequantized)."""
+    w = linear.weight
+    if callable(w):  # torch.ao's quantized Linear exposes its weight through a method
+        w = w()
+    if w.is_quantized:
+        w = w.dequantize()
+    return w.detach().float()
 
-    def wrap(attn: MultiHeadAttention, key: tuple[str, int]) -> None:
-        rec = records.setdefault(key, {})
-        qkv, q_only, kv = attn.project_qkv, attn.project_q, attn.project_kv
 
-        def project_qkv(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-            q, k, v = qkv(x)
-            rec.update(q=q, k=k, v=v)
-            return q, k, v
-
-        def project_q(x: Tensor) -> Tensor:
-            q = q_only(x)
-            rec["q"] = q
-            return q
-
-        def project_kv(x: Tensor) -> tuple[Tensor, Tensor]:
-            k, v = kv(x)
-            rec.update(k=k, v=v)
-            return k, v
-
-        # Instance attributes shadow the methods for this pass only.
-        attn.project_qkv = project_qkv  # type: ignore[method-assign]
-        attn.project_q = project_q  # type: ignore[method-assign]
-        attn.project_kv = project_kv  # type: ignore[method-assign]
-        patched.append(attn)
-
-    for i, layer in enumerate(model.encoder_layers):
-        wrap(layer.self_attn, ("encoder", i))  # type: ignore[arg-type]
-    for i, layer in enumerate(model.decoder_layers):
-        wrap(layer.self_attn, ("decoder", i))  # type: ignore[arg-type]
-        wrap(layer.cross_attn, ("cross", i))  # type: ignore[arg-type]
-    try:
-        yield records
-    finally:
-        for attn in patched:
-            for name in ("project_qkv", "project_q", "project_kv"):
-                attn.__dict__.pop(name, None)
+def _query_key_mask(record: AttentionRecord, n_q: int, n_k: int) -> Tensor:
+    """The (Q,K) mask the layer applied to sentence 0 (all True when it applied none)."""
+    if record.mask is None:
+        return torch.ones(n_q, n_k, dtype=torch.bool)
+    return record.mask[0, 0].expand(n_q, n_k).cpu().clone()  # (1|Q, K) -> (Q,K)
 
 
 def collect_attention(
@@ -88,47 +61,57 @@ def collect_attention(
     """Every attention map of one sentence pair from a teacher-forced pass.
 
     ``src_ids`` (1,S) and ``tgt_ids`` (1,T) (``<bos>`` + target) form a batch of one with no
-    padding. The returned maps carry the q/k/v vectors (``vectors``) and the model for
-    :func:`explain_head`.
+    padding. The returned maps carry the q/k/v vectors, the masks the model applied and W^O,
+    everything :func:`explain_head` needs.
     """
     if src_ids.dim() != 2 or tgt_ids.dim() != 2 or src_ids.shape[0] != 1 or tgt_ids.shape[0] != 1:
         raise ValueError("collect_attention takes one sentence pair: src (1,S) and tgt (1,T)")
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), _record_projections(model) as records:
+        with torch.no_grad():
             out = model(src_ids, tgt_ids, need_weights=True)
     finally:
         model.train(was_training)
     cfg = model.config
-    enc_mask = M.pairwise_padding_mask(src_ids, cfg.pad_id)[0, 0]  # (S,S)
-    t = tgt_ids.shape[1]
-    dec_mask = M.causal_mask(t)[0, 0] & M.pairwise_padding_mask(tgt_ids, cfg.pad_id)[0, 0]
-    cross_mask = (
-        M.is_real(tgt_ids, cfg.pad_id)[0][:, None] & M.is_real(src_ids, cfg.pad_id)[0][None, :]
-    )
-    vectors = {kind: [records[(kind, i)] for i in range(_count(model, kind))] for kind in KINDS}
+    s, t = src_ids.shape[1], tgt_ids.shape[1]
+    records = {
+        "encoder": out.encoder.records,
+        "decoder": out.decoder.self_records,
+        "cross": out.decoder.cross_records,
+    }
+    shapes = {"encoder": (s, s), "decoder": (t, t), "cross": (t, s)}
+    modules = {
+        "encoder": [layer.self_attn for layer in model.encoder_layers],
+        "decoder": [layer.self_attn for layer in model.decoder_layers],
+        "cross": [layer.cross_attn for layer in model.decoder_layers],
+    }
+
+    def first(x: Tensor) -> Tensor:
+        return x[0].detach().float().cpu()  # sentence 0, as float32 on the CPU
+
     return AttentionMaps(
         src_tokens=list(src_tokens),
         tgt_tokens=list(tgt_tokens),
         out_tokens=list(out_tokens),
-        encoder=torch.stack([w[0] for w in out.encoder_attentions]).float(),
-        decoder=torch.stack([w[0] for w in out.decoder_self_attentions]).float(),
-        cross=torch.stack([w[0] for w in out.cross_attentions]).float(),
-        encoder_mask=enc_mask,
-        decoder_mask=dec_mask,
-        cross_mask=cross_mask,
+        encoder=torch.stack([first(r.weights) for r in records["encoder"]]),
+        decoder=torch.stack([first(r.weights) for r in records["decoder"]]),
+        cross=torch.stack([first(r.weights) for r in records["cross"]]),
+        encoder_mask=_query_key_mask(records["encoder"][0], *shapes["encoder"]),
+        decoder_mask=_query_key_mask(records["decoder"][0], *shapes["decoder"]),
+        cross_mask=_query_key_mask(records["cross"][0], *shapes["cross"]),
         source=source,
         translation=translation,
         teacher_forced=teacher_forced,
         meta={"d_head": cfg.d_head, "layers": f"{cfg.n_enc_layers}+{cfg.n_dec_layers}"},
-        vectors=vectors,
-        model=model,
+        vectors={
+            kind: [{"q": first(r.q), "k": first(r.k), "v": first(r.v)} for r in recs]
+            for kind, recs in records.items()
+        },
+        out_weights={
+            kind: [_float_weight(m.out_proj) for m in mods] for kind, mods in modules.items()
+        },
     )
-
-
-def _count(model: Transformer, kind: str) -> int:
-    return len(model.encoder_layers) if kind == "encoder" else len(model.decoder_layers)
 
 
 @dataclass
@@ -240,13 +223,13 @@ def explain_head(
         raise ValueError(f"head {head} is out of range: each layer has heads 0..{n_heads - 1}")
     if not 0 <= token < n_q:
         raise ValueError(f"token {token} is out of range: the queries are 0..{n_q - 1}")
-    vectors, model = maps.vectors, maps.model
-    if vectors is None or model is None:
+    vectors, out_weights = maps.vectors, maps.out_weights
+    if vectors is None or out_weights is None:
         raise ValueError("these maps carry no q/k/v vectors; build them with collect_attention")
     rec = vectors[kind][layer]
-    q = rec["q"][0, head, token].float()  # (Dh,)
-    k = rec["k"][0, head].float()  # (K,Dh)
-    v = rec["v"][0, head].float()  # (K,Dh)
+    q = rec["q"][head, token].float()  # (Dh,)
+    k = rec["k"][head].float()  # (K,Dh)
+    v = rec["v"][head].float()  # (K,Dh)
     d_head = q.numel()
     allowed = maps.mask(kind)[token].bool()
     scores = k @ q  # (K,)
@@ -255,8 +238,7 @@ def explain_head(
     if bool(allowed.any()):
         alpha[allowed] = torch.softmax(scaled[allowed], dim=0)
     z = alpha @ v  # (Dh,)
-    attn = _module(model, kind, layer)
-    w_o = attn.out_proj.weight.detach().float()  # (D, H·Dh)
+    w_o = out_weights[kind][layer]  # (D, H·Dh)
     projected = w_o[:, head * d_head : (head + 1) * d_head] @ z  # (D,)
     rows, cols = maps.axes(kind)
     return HeadExplanation(
@@ -280,17 +262,6 @@ def explain_head(
         z=z,
         projected=projected,
     )
-
-
-def _module(model: Transformer, kind: str, layer: int) -> MultiHeadAttention:
-    if kind == "encoder":
-        m = model.encoder_layers[layer].self_attn
-    elif kind == "decoder":
-        m = model.decoder_layers[layer].self_attn
-    else:
-        m = model.decoder_layers[layer].cross_attn
-    assert isinstance(m, MultiHeadAttention)
-    return m
 
 
 def explanation_data(

@@ -16,7 +16,10 @@ embeddings + positions). The FFN's inner activation has none by default (``FeedF
 ``dropout`` argument adds it): at this size it costs ~5% of a training step for no measured
 gain.
 
-Attention weights, when requested, are returned upward — never stored on ``self``.
+Attention weights, when requested, are returned upward — never stored on ``self`` — as an
+:class:`~attenzione.attention.AttentionRecord` holding the weights, the q/k/v they came from and
+the mask that was applied. The layers call the projections explicitly (rather than through
+``MultiHeadAttention.forward``) precisely so these tensors are at hand to return.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attenzione.attention import MultiHeadAttention
+from attenzione.attention import AttentionRecord, MultiHeadAttention
 from attenzione.cache import KVCache
 from attenzione.config import ModelConfig
 
@@ -82,13 +85,19 @@ class EncoderLayer(nn.Module):
 
     def forward(
         self, x: Tensor, mask: Tensor | None, *, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """x: (B,S,D); mask: (B,1,1,S) or (B,1,S,S). Returns (B,S,D) and (B,H,S,S) or None."""
+    ) -> tuple[Tensor, AttentionRecord | None]:
+        """x: (B,S,D); mask: (B,1,1,S) or (B,1,S,S).
+
+        Returns (B,S,D) and, with ``need_weights``, the record (weights (B,H,S,S), q/k/v).
+        """
         h = self.res_attn.inner(x)
-        a, weights = self.self_attn(h, mask=mask, need_weights=need_weights)
+        attn = self.self_attn
+        q, k, v = attn.project_qkv(h)  # 3 × (B,H,S,Dh)
+        a, weights = attn.attend(q, k, v, mask, need_weights=need_weights)
         x = self.res_attn.outer(x, a)
         x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
-        return x, weights
+        record = None if weights is None else AttentionRecord(weights, q, k, v, mask)
+        return x, record
 
 
 class DecoderLayer(nn.Module):
@@ -115,7 +124,7 @@ class DecoderLayer(nn.Module):
         cache: KVCache | None = None,
         layer_index: int = 0,
         need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    ) -> tuple[Tensor, AttentionRecord | None, AttentionRecord | None]:
         """One decoder layer.
 
         Args:
@@ -128,16 +137,17 @@ class DecoderLayer(nn.Module):
             cache: K/V cache; when given, new K/V are appended and cached ones reused.
 
         Returns:
-            (B,T,D) states, self-attention weights (B,H,T,T_total), cross weights (B,H,T,S).
+            (B,T,D) states and, with ``need_weights``, the self-attention record (weights
+            (B,H,T,T_total)) and the cross-attention record (weights (B,H,T,S)); else None.
         """
         # 1) masked self-attention
         h = self.res_self.inner(x)
         attn = self.self_attn
-        q, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
+        q_self, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
         if cache is not None:
             k, v = cache.append(layer_index, k, v)  # (B,H,T_total,Dh)
         a, self_w = attn.attend(
-            q, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
+            q_self, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
         )
         x = self.res_self.outer(x, a)
 
@@ -156,4 +166,7 @@ class DecoderLayer(nn.Module):
 
         # 3) feed-forward
         x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
-        return x, self_w, cross_w
+        if self_w is None or cross_w is None:
+            return x, None, None
+        self_rec = AttentionRecord(self_w, q_self, k, v, self_mask)
+        return x, self_rec, AttentionRecord(cross_w, q, ck, cv, memory_mask)

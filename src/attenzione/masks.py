@@ -69,21 +69,18 @@ def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
     return causal_mask(t, device=tgt_ids.device) & pairwise_padding_mask(tgt_ids, pad_id)
 
 
+def with_real_queries(key_mask: Tensor, query_ids: Tensor, pad_id: int) -> Tensor:
+    """A (B,1,1,S) key mask restricted to real queries: (B,1,T,S), False on padded rows.
+
+    This is how the decoder builds seed 000's cross-attention mask from the encoder's key
+    mask when the source ids are no longer at hand (only the memory and its mask are).
+    """
+    return key_mask & is_real(query_ids, pad_id)[:, None, :, None]  # (B,1,1,S)&(B,1,T,1)
+
+
 def cross_mask(tgt_ids: Tensor, src_ids: Tensor, pad_id: int) -> Tensor:
     """Seed 000's cross-attention mask: target query real AND source key real. → (B,1,T,S)."""
-    tgt_real = is_real(tgt_ids, pad_id)  # (B,T)
-    src_real = is_real(src_ids, pad_id)  # (B,S)
-    return (tgt_real[:, :, None] & src_real[:, None, :])[:, None]  # (B,T,S) -> (B,1,T,S)
-
-
-def combine(*masks: Tensor | None) -> Tensor | None:
-    """AND of the given masks (broadcasting); ``None`` entries mean "no constraint"."""
-    out: Tensor | None = None
-    for m in masks:
-        if m is None:
-            continue
-        out = m if out is None else out & m
-    return out
+    return with_real_queries(padding_mask(src_ids, pad_id), tgt_ids, pad_id)
 
 
 def key_padding_to_is_pad(mask: Tensor) -> Tensor:

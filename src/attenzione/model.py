@@ -6,8 +6,12 @@
 ``encode`` and ``decode`` are separate so that translation runs the encoder once per source
 batch and the decoder once per new token, on a :class:`~attenzione.cache.KVCache`.
 ``forward`` is the teacher-forced pass used in training. Attention maps come back in the output
-objects when ``need_weights=True`` (then the reference "math" kernel runs); by default the
-fused kernel runs and no weights are kept.
+objects when ``need_weights=True`` (then the reference "math" kernel runs), each as an
+:class:`~attenzione.attention.AttentionRecord` (weights, the q/k/v they came from, the mask);
+by default the fused kernel runs and no weights are kept. The outputs also carry the masks the
+model applied, so a viewer draws what the model used instead of rebuilding it.
+
+No file I/O here: reading and writing model directories is :mod:`attenzione.model_dir`'s job.
 
 Masks (built once per batch, in :mod:`attenzione.masks`): the encoder and cross-attention use
 the source key-padding mask (B,1,1,S); decoder self-attention uses causality alone, which is
@@ -18,52 +22,84 @@ used instead, so a padded query's row is drawn as empty rather than as noise.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import torch
 from torch import Tensor, nn
 
 from attenzione import masks as M
+from attenzione.attention import AttentionRecord
 from attenzione.cache import KVCache, LayerCache
 from attenzione.config import ModelConfig
 from attenzione.embeddings import TokenEmbedding
 from attenzione.layers import DecoderLayer, EncoderLayer
 from attenzione.positional import make_positions
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
+def _weights(records: list[AttentionRecord]) -> list[Tensor]:
+    return [r.weights for r in records]
 
 
 @dataclass
 class EncoderOutput:
-    """memory (B,S,D); memory_mask (B,1,1,S) bool; attentions: per layer (B,H,S,S)."""
+    """memory (B,S,D); memory_mask (B,1,1,S) bool, the key mask for cross-attention;
+    self_mask: the mask encoder self-attention applied ((B,1,1,S), or (B,1,S,S) with weights);
+    records: per layer, on request."""
 
     memory: Tensor
     memory_mask: Tensor
-    attentions: list[Tensor] = field(default_factory=list)
+    records: list[AttentionRecord] = field(default_factory=list)
+    self_mask: Tensor | None = None
+
+    @property
+    def attentions(self) -> list[Tensor]:
+        """Per layer (B,H,S,S)."""
+        return _weights(self.records)
 
 
 @dataclass
 class DecoderOutput:
-    """logits (B,T,V); the cache (if any); per layer self (B,H,T,T) and cross (B,H,T,S) maps."""
+    """logits (B,T,V); the cache (if any); per layer self and cross records (on request);
+    the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding)."""
 
     logits: Tensor
     cache: KVCache | None = None
-    self_attentions: list[Tensor] = field(default_factory=list)
-    cross_attentions: list[Tensor] = field(default_factory=list)
+    self_records: list[AttentionRecord] = field(default_factory=list)
+    cross_records: list[AttentionRecord] = field(default_factory=list)
+    self_mask: Tensor | None = None
+    cross_mask: Tensor | None = None
+
+    @property
+    def self_attentions(self) -> list[Tensor]:
+        """Per layer (B,H,T,T)."""
+        return _weights(self.self_records)
+
+    @property
+    def cross_attentions(self) -> list[Tensor]:
+        """Per layer (B,H,T,S)."""
+        return _weights(self.cross_records)
 
 
 @dataclass
 class Seq2SeqOutput:
-    """What :meth:`Transformer.forward` returns. Attention lists are empty unless requested."""
+    """What :meth:`Transformer.forward` returns. Records are empty unless requested."""
 
     logits: Tensor
-    encoder_attentions: list[Tensor] = field(default_factory=list)
-    decoder_self_attentions: list[Tensor] = field(default_factory=list)
-    cross_attentions: list[Tensor] = field(default_factory=list)
+    encoder: EncoderOutput
+    decoder: DecoderOutput
+
+    @property
+    def encoder_attentions(self) -> list[Tensor]:
+        """Per layer (B,H,S,S)."""
+        return self.encoder.attentions
+
+    @property
+    def decoder_self_attentions(self) -> list[Tensor]:
+        """Per layer (B,H,T,T)."""
+        return self.decoder.self_attentions
+
+    @property
+    def cross_attentions(self) -> list[Tensor]:
+        """Per layer (B,H,T,S)."""
+        return self.decoder.cross_attentions
 
 
 class Transformer(nn.Module):
@@ -109,12 +145,12 @@ class Transformer(nn.Module):
         key_mask = M.padding_mask(src_ids, cfg.pad_id)  # (B,1,1,S)
         self_mask = M.pairwise_padding_mask(src_ids, cfg.pad_id) if need_weights else key_mask
         x = self._embed(self.src_embed, src_ids)
-        maps: list[Tensor] = []
+        records: list[AttentionRecord] = []
         for layer in self.encoder_layers:
-            x, w = layer(x, self_mask, need_weights=need_weights)
-            if w is not None:
-                maps.append(w)
-        return EncoderOutput(self.encoder_norm(x), key_mask, maps)
+            x, rec = layer(x, self_mask, need_weights=need_weights)
+            if rec is not None:
+                records.append(rec)
+        return EncoderOutput(self.encoder_norm(x), key_mask, records, self_mask)
 
     # ------------------------------------------------------------------ decoder
     def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int = 64) -> KVCache:
@@ -153,18 +189,19 @@ class Transformer(nn.Module):
         cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
         t = tgt_ids.shape[1]
         if need_weights:
-            real = M.is_real(tgt_ids, cfg.pad_id)  # (B,T)
-            self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
+            # Seed 000's full masks, so a padded query's row is drawn empty, not as noise.
             if offset == 0:
-                self_mask = self_mask & M.pairwise_padding_mask(tgt_ids, cfg.pad_id)
-            cross_mask = memory_mask & real[:, None, :, None]  # (B,1,T,S): seed 000's mask
+                self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id)  # (B,1,T,T)
+            else:  # the cached keys' padding is not at hand; causality is what applies
+                self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
+            cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)  # (B,1,T,S)
         elif cache is not None and t > 1:
             self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
         x = self._embed(self.tgt_embed, tgt_ids, offset)
-        self_maps: list[Tensor] = []
-        cross_maps: list[Tensor] = []
+        self_recs: list[AttentionRecord] = []
+        cross_recs: list[AttentionRecord] = []
         for i, layer in enumerate(self.decoder_layers):
-            x, sw, cw = layer(
+            x, s_rec, c_rec = layer(
                 x,
                 memory,
                 self_mask,
@@ -173,15 +210,15 @@ class Transformer(nn.Module):
                 layer_index=i,
                 need_weights=need_weights,
             )
-            if sw is not None and cw is not None:
-                self_maps.append(sw)
-                cross_maps.append(cw)
+            if s_rec is not None and c_rec is not None:
+                self_recs.append(s_rec)
+                cross_recs.append(c_rec)
         if cache is not None:
             cache.advance()
         if logits_at is not None:
             x = x[logits_at]  # (B,T,D) -> (N,D): only the positions asked for
         logits = self.generator(self.decoder_norm(x))  # (B,T,D) -> (B,T,V), or (N,V)
-        return DecoderOutput(logits, cache, self_maps, cross_maps)
+        return DecoderOutput(logits, cache, self_recs, cross_recs, self_mask, cross_mask)
 
     def forward(
         self,
@@ -201,84 +238,10 @@ class Transformer(nn.Module):
         dec = self.decode(
             tgt_ids, enc.memory, enc.memory_mask, need_weights=need_weights, logits_at=logits_at
         )
-        return Seq2SeqOutput(dec.logits, enc.attentions, dec.self_attentions, dec.cross_attentions)
+        return Seq2SeqOutput(dec.logits, enc, dec)
 
-    # ------------------------------------------------------------------ persistence
+    # ------------------------------------------------------------------ size
     def num_parameters(self, trainable_only: bool = False) -> int:
+        """Distinct parameters (a tied or shared matrix counts once)."""
         params = {id(p): p for p in self.parameters() if p.requires_grad or not trainable_only}
         return sum(p.numel() for p in params.values())
-
-    def save(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> None:
-        """Write ``config.json`` and ``model.safetensors`` into ``directory``, atomically.
-
-        ``dtype`` (e.g. ``torch.float16``) stores the weights at a smaller precision; they are
-        cast back to float32 on load.
-        """
-        from safetensors.torch import save_file
-
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        state = _unshared_state(self, dtype)
-        _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(state, str(p)))
-        _atomic_write(directory / CONFIG_NAME, lambda p: self.config.save(p))
-
-    @classmethod
-    def load(cls, directory: str | Path, *, map_location: str = "cpu") -> Transformer:
-        """Build a model from ``config.json`` and load ``model.safetensors``; never unpickles."""
-        from safetensors.torch import load_file
-
-        directory = Path(directory)
-        for name in (CONFIG_NAME, WEIGHTS_NAME):
-            if not (directory / name).is_file():
-                raise FileNotFoundError(f"{directory / name} not found: not a model directory")
-        model = cls(ModelConfig.load(directory / CONFIG_NAME))
-        state = load_file(str(directory / WEIGHTS_NAME), device=map_location)
-        own = model.state_dict()
-        state = {k: v.to(own[k].dtype) if k in own else v for k, v in state.items()}
-        missing, unexpected = model.load_state_dict(state, strict=False)
-        tied = _tied_names(model)
-        missing = [k for k in missing if k not in tied]
-        if missing or unexpected:
-            raise ValueError(
-                f"{directory / WEIGHTS_NAME} does not match its config: "
-                f"missing {missing[:5]}, unexpected {unexpected[:5]}"
-            )
-        return model
-
-
-def _tied_names(model: nn.Module) -> set[str]:
-    """State-dict names that alias an earlier tensor (tied or shared embeddings)."""
-    seen: dict[int, str] = {}
-    tied = set()
-    for name, t in model.state_dict(keep_vars=True).items():
-        if t.data_ptr() in seen:
-            tied.add(name)
-        else:
-            seen[t.data_ptr()] = name
-    return tied
-
-
-def _unshared_state(model: nn.Module, dtype: torch.dtype | None) -> dict[str, Tensor]:
-    """The state dict without aliases (safetensors stores each tensor once), optionally cast."""
-    tied = _tied_names(model)
-    out = {}
-    for name, t in model.state_dict().items():
-        if name in tied:
-            continue
-        t = t.detach()
-        if dtype is not None and t.is_floating_point():
-            t = t.to(dtype)
-        out[name] = t.contiguous()
-    return out
-
-
-def _atomic_write(path: Path, write: object) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``path``: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))  # type: ignore[operator]
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -16,29 +16,31 @@ Input policy:
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.data.numbers import repair_numbers
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.decoding import Hypothesis, generate
 from attenzione.model import Transformer
-from attenzione.training.checkpoint import load_tokenizers, read_info, write_checkpoint
+from attenzione.model_dir import PRETRAINED_DIR
 
 if TYPE_CHECKING:
     from attenzione.viz.maps import AttentionMaps
 
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained" / "en-it"
+__all__ = ["PRETRAINED_DIR", "Translator"]
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-
-
-def default_model_dir() -> Path:
-    return PRETRAINED_DIR
+# Lines taken from an iterable at a time by translate_iter: sorted by length inside a chunk
+# (little padding), yielded in input order as each chunk finishes (output streams).
+STREAM_CHUNK = 512
 
 
 class Translator:
@@ -69,9 +71,10 @@ class Translator:
         """Load a model directory; ``None`` loads the English→Italian model shipped inside.
 
         ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
-        approximate; see :mod:`attenzione.speed`).
+        approximate; see :mod:`attenzione.precision`). Every way the directory can be damaged
+        is a ``ValueError``/``FileNotFoundError`` naming the file.
         """
-        from attenzione.speed import PRECISIONS, for_inference
+        from attenzione.precision import PRECISIONS, for_inference
 
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
@@ -83,13 +86,16 @@ class Translator:
                     "pass --model DIR"
                 )
             raise FileNotFoundError(f"model directory {directory} does not exist")
-        model = for_inference(Transformer.load(directory), precision)
-        src_tok, tgt_tok = load_tokenizers(directory)
-        return cls(model, src_tok, tgt_tok, info=read_info(directory))
+        if not directory.is_dir():
+            raise NotADirectoryError(f"{directory} is a file, not a model directory")
+        raw = model_dir.load_model(directory)
+        src_tok, tgt_tok = model_dir.load_tokenizers(directory, raw.config)
+        info = model_dir.read_info(directory)
+        return cls(for_inference(raw, precision), src_tok, tgt_tok, info=info)
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
-        """Write a loadable model directory (weights, config, tokenizers, info)."""
-        return write_checkpoint(
+        """Write a loadable model directory (weights, config, tokenizers, info), atomically."""
+        return model_dir.write_model_dir(
             directory,
             self.model,
             self.src_tokenizer,
@@ -127,6 +133,8 @@ class Translator:
 
     def _batches(self, ids: list[list[int]], batch_size: int) -> list[list[int]]:
         """Indices grouped by similar length, so a batch carries little padding."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
@@ -137,12 +145,13 @@ class Translator:
     ) -> list[list[Hypothesis]]:
         """Decode source id lists (each already ending in ``<eos>``); results in input order."""
         pad = self.model.config.pad_id
+        device = next(self.model.parameters()).device
         results: list[list[Hypothesis]] = [[] for _ in src]
         for group in self._batches(list(src), batch_size):
             width = max(len(src[i]) for i in group)
-            batch = torch.full((len(group), width), pad, dtype=torch.long)
+            batch = torch.full((len(group), width), pad, dtype=torch.long, device=device)
             for row, i in enumerate(group):
-                batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long)
+                batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
             for i, hyps in zip(group, generate(self.model, batch, cfg), strict=True):
                 results[i] = hyps
         return results
@@ -174,6 +183,36 @@ class Translator:
         cfg = decode or _decode_config(
             beam, sample, temperature, top_k, top_p, seed, length_penalty
         )
+        return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
+
+    def translate_iter(
+        self,
+        texts: Iterable[str],
+        *,
+        decode: DecodeConfig | None = None,
+        batch_size: int = 64,
+        chunk: int = STREAM_CHUNK,
+        fix_numbers: bool = True,
+    ) -> Iterator[str]:
+        """Translate an iterable of lines lazily, yielding each translation in input order.
+
+        Lines are taken ``chunk`` at a time (sorted by length inside a chunk for batching), so
+        the first translations arrive after one chunk, not after the whole input — a file can
+        be written as it goes, and a run killed halfway keeps what was done.
+        """
+        cfg = decode or DecodeConfig()
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {chunk}")
+        it = iter(texts)
+        while block := list(itertools.islice(it, chunk)):
+            yield from self._translate_lines(block, cfg, batch_size, fix_numbers)
+
+    def _translate_lines(
+        self, texts: list[str], cfg: DecodeConfig, batch_size: int, fix_numbers: bool
+    ) -> list[str]:
+        """The input policy (empty lines, long lines split) around :meth:`translate_ids`."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         pieces: list[tuple[int, str, list[int]]] = []  # (line index, source text, source ids)
         for line_no, text in enumerate(texts):
             if not isinstance(text, str):
@@ -211,7 +250,14 @@ class Translator:
 
         if not src.strip():
             raise ValueError("the sentence to show attention for is empty")
-        src_ids = self.encode_source(src.strip())[: self.max_src_tokens]
+        src_ids = self.encode_source(src.strip())
+        if len(src_ids) > self.max_src_tokens:
+            # translate() would split this line into sentences; one map cannot show that, and
+            # cutting it would show an input (without <eos>) the model never sees.
+            raise ValueError(
+                f"the sentence has {len(src_ids)} source tokens (with <eos>) and this model "
+                f"reads at most {self.max_src_tokens} at once: show a shorter sentence"
+            )
         teacher_forced = tgt is not None
         if tgt is None:
             cfg = _decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
@@ -220,8 +266,9 @@ class Translator:
             tgt_ids = self.tgt_tokenizer.encode(tgt.strip())
         translation = self.tgt_tokenizer.decode(tgt_ids)
         cfg_m = self.model.config
-        src_t = torch.tensor([src_ids], dtype=torch.long)
-        tgt_t = torch.tensor([[cfg_m.bos_id, *tgt_ids]], dtype=torch.long)
+        device = next(self.model.parameters()).device
+        src_t = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1,S)
+        tgt_t = torch.tensor([[cfg_m.bos_id, *tgt_ids]], dtype=torch.long, device=device)  # (1,T)
         src_tokens = [self.src_tokenizer.id_to_token(i) for i in src_ids]
         pieces = [self.tgt_tokenizer.id_to_token(i) for i in tgt_ids]
         eos = self.tgt_tokenizer.id_to_token(cfg_m.eos_id)
@@ -248,10 +295,13 @@ def _decode_config(
     seed: int | None,
     length_penalty: float,
 ) -> DecodeConfig:
+    # Sampling options are checked even when sampling is off: a bad value is a mistake either
+    # way, and silently ignoring it would hide it.
+    sampling = DecodeConfig(
+        method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+    )
     if sample:
-        return DecodeConfig(
-            method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
-        )
+        return sampling
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
     if beam == 1:

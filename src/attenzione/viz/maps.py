@@ -52,9 +52,10 @@ class AttentionMaps:
     translation: str = ""
     teacher_forced: bool = False
     meta: dict[str, Any] = field(default_factory=dict)  # JSON-able notes (model name, …)
-    # What explain_head needs: the q/k/v each attention layer computed, and the model (W^O).
+    # What explain_head needs, as plain tensors (no live model): per kind and layer, the
+    # q (H,Q,Dh), k and v (H,K,Dh) the layer computed, and its W^O (D, H·Dh).
     vectors: dict[str, list[dict[str, Tensor]]] | None = field(default=None, repr=False)
-    model: Any = field(default=None, repr=False)
+    out_weights: dict[str, list[Tensor]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         s, t = len(self.src_tokens), len(self.tgt_tokens)
@@ -68,10 +69,6 @@ class AttentionMaps:
                 raise ValueError(f"{kind} mask has shape {tuple(m.shape)}, expected ({q},{k})")
 
     # ------------------------------------------------------------------ access
-    @property
-    def n_layers(self) -> int:
-        return int(self.encoder.shape[0])
-
     @property
     def n_dec_layers(self) -> int:
         return int(self.decoder.shape[0])

@@ -10,7 +10,7 @@ import torch
 from attenzione.config import DecodeConfig, ModelConfig
 from attenzione.decoding import generate
 from attenzione.model import Transformer
-from attenzione.speed import for_inference, logits_difference, quantize_int8
+from attenzione.precision import for_inference, logits_difference, quantize_int8
 
 
 def _model(tie: bool) -> Transformer:
@@ -89,13 +89,13 @@ def test_bf16_warns_only_where_the_cpu_would_emulate_it(
 ) -> None:
     import warnings
 
-    import attenzione.speed as speed
+    import attenzione.precision as precision_mod
 
-    assert isinstance(speed.native_bf16(), bool)  # the real probe answers, whatever the CPU
-    monkeypatch.setattr(speed, "native_bf16", lambda: native)
+    assert isinstance(precision_mod.native_bf16(), bool)  # the real probe answers, whatever the CPU
+    monkeypatch.setattr(precision_mod, "native_bf16", lambda: native)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for_inference(_model(True), "bf16")
     emulated = [w for w in caught if "emulated" in str(w.message)]
     assert len(emulated) == (0 if native else 1)
-    assert (speed.bf16_warning() is None) == native
+    assert (precision_mod.bf16_warning() is None) == native

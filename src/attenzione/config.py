@@ -246,6 +246,10 @@ class TrainConfig(_JsonMixin):
     split_digits: bool = False
     byte_fallback: bool = False
     tokenizer_sample: int = 0
+    # where the run lives: "auto" (a GPU when there is one), "cpu" or "cuda"
+    device: str = "auto"
+    # whom info.json credits for the data; None: what the corpora say (data.attribution)
+    attribution: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
@@ -275,3 +279,11 @@ class TrainConfig(_JsonMixin):
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.patience >= 0, f"patience must be >= 0 (0 = off), got {self.patience}")
         _check(self.vocab_size >= 16, f"vocab_size must be >= 16, got {self.vocab_size}")
+        _check(
+            self.num_threads is None or self.num_threads >= 1,
+            f"num_threads must be >= 1 (or None for torch's choice), got {self.num_threads}",
+        )
+        _check(
+            self.device in ("auto", "cpu", "cuda"),
+            f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}",
+        )

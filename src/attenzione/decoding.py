@@ -150,9 +150,7 @@ class Greedy(Strategy):
         return Step(nxt[keep], keep)
 
     def results(self) -> list[list[Hypothesis]]:
-        return [
-            [Hypothesis(t, lp, lp)] for t, lp in zip(self.tokens, self.log_probs, strict=True)
-        ]
+        return [[Hypothesis(t, lp, lp)] for t, lp in zip(self.tokens, self.log_probs, strict=True)]
 
 
 class Sampling(Greedy):

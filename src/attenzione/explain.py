@@ -31,12 +31,13 @@ from attenzione.viz.maps import AttentionMaps, display_tokens
 
 def _float_weight(linear: nn.Module) -> Tensor:
     """A linear layer's weight as float32, whatever the precision (int8 ones are dequantized)."""
-    w = linear.weight
+    w: Any = linear.weight
     if callable(w):  # torch.ao's quantized Linear exposes its weight through a method
         w = w()
     if w.is_quantized:
         w = w.dequantize()
-    return w.detach().float()
+    out: Tensor = w.detach().float()
+    return out
 
 
 def _query_key_mask(record: AttentionRecord, n_q: int, n_k: int) -> Tensor:
@@ -81,7 +82,7 @@ def collect_attention(
         "cross": out.decoder.cross_records,
     }
     shapes = {"encoder": (s, s), "decoder": (t, t), "cross": (t, s)}
-    modules = {
+    modules: dict[str, list[Any]] = {
         "encoder": [layer.self_attn for layer in model.encoder_layers],
         "decoder": [layer.self_attn for layer in model.decoder_layers],
         "cross": [layer.cross_attn for layer in model.decoder_layers],

@@ -34,6 +34,7 @@ from attenzione.embeddings import TokenEmbedding
 from attenzione.layers import DecoderLayer, EncoderLayer
 from attenzione.positional import make_positions
 
+
 def _weights(records: list[AttentionRecord]) -> list[Tensor]:
     return [r.weights for r in records]
 

@@ -141,7 +141,9 @@ def _unshared_state(model: nn.Module, dtype: torch.dtype | None) -> dict[str, Te
     return out
 
 
-def save_weights(directory: str | Path, model: Transformer, dtype: torch.dtype | None = None) -> None:
+def save_weights(
+    directory: str | Path, model: Transformer, dtype: torch.dtype | None = None
+) -> None:
     """Write ``config.json`` and ``model.safetensors`` into ``directory`` (each atomically).
 
     ``dtype`` (e.g. ``torch.float16``) stores the weights at a smaller precision; they are
@@ -212,7 +214,9 @@ def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transform
 
 
 # ---------------------------------------------------------------------------- tokenizers, info
-def load_tokenizers(directory: str | Path, cfg: ModelConfig | None = None) -> tuple[Tokenizer, Tokenizer]:
+def load_tokenizers(
+    directory: str | Path, cfg: ModelConfig | None = None
+) -> tuple[Tokenizer, Tokenizer]:
     """The source and target tokenizers of ``directory``.
 
     With ``cfg``, also check that the tokenizers' special-token ids are the ones the model was

@@ -75,9 +75,9 @@ def quantize_int8(model: Transformer) -> Transformer:
     for layer in m.decoder_layers:
         module = layer.cross_attn
         assert isinstance(module, MultiHeadAttention)
-        w, b = module.qkv_proj.weight.detach(), module.qkv_proj.bias
+        w = module.qkv_proj.weight.detach()
+        b = None if module.qkv_proj.bias is None else module.qkv_proj.bias.detach()
         n = module.inner
-        b = None if b is None else b.detach()
         module.q_only = _linear_from(w[:n], None if b is None else b[:n])
         module.kv_only = _linear_from(w[n:], None if b is None else b[n:])
         del module.qkv_proj  # each weight once: the split copies replace the fused one

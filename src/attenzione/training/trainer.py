@@ -1,27 +1,31 @@
-"""The training loop: one process, or one of several under ``torchrun`` (DDP, gloo on CPU).
+"""The training loop: one process, or one of several under ``torchrun`` (DDP).
 
-Each optimizer step: a token-budget batch → teacher-forced forward (optionally under bf16
-autocast) → label-smoothed loss averaged over the batch's target tokens → backward → gradient
-clipping → AdamW with the inverse-square-root schedule. Every ``eval_every`` steps rank 0
-measures dev loss and dev BLEU (greedy) and writes ``best/`` when BLEU improves; ``last/`` is
-written at every evaluation, every ``save_every_minutes`` and at the end, atomically.
+Each optimizer step is :func:`~attenzione.training.step.train_step`. Every ``eval_every``
+steps rank 0 measures dev loss and dev BLEU (greedy) and writes ``best/`` when BLEU improves;
+``last/`` is written at every evaluation, every ``save_every_minutes`` and at the end,
+atomically (:mod:`attenzione.model_dir`).
 
 Resuming restores the model, the optimizer moments, the step, the RNG states and the position
 in the epoch's batch order (batches are a pure function of seed and epoch), so an interrupted
-and resumed run performs the same updates as an uninterrupted one.
+and resumed run performs the same updates as an uninterrupted one. What may change on resume
+is the budget (steps, epochs, minutes), the threads, the device and the attribution; the rest
+is the run's, and a different value asked for is reported as ignored, not silently dropped.
+
+Distributed runs are symmetric: every decision that leads into a collective operation (stop,
+evaluate, early-stop) is taken from state all ranks share or broadcast from rank 0, so no rank
+ever waits alone in a collective the others skipped. Model, batches and the decoding cache
+live on ``--device`` (CPU, or the local rank's GPU with NCCL).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import random
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,36 +33,35 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from attenzione.config import DecodeConfig, ModelConfig, TrainConfig
+from attenzione import model_dir
+from attenzione.config import ModelConfig, TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
-from attenzione.evaluation import corpus_scores, number_fidelity
+from attenzione.data.attribution import run_attribution
 from attenzione.model import Transformer
-from attenzione.speed import bf16_warning
-from attenzione.training.checkpoint import find_checkpoint, load_state, write_checkpoint
+from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
-from attenzione.training.loss import label_smoothed_loss
+from attenzione.training.dev_eval import dev_loss, dev_scores
 from attenzione.training.presets import Preset, get_preset
+from attenzione.training.run_state import (
+    MetricsLog,
+    Progress,
+    restore_rng,
+    training_state,
+)
 from attenzione.training.schedule import inverse_sqrt_lr
+from attenzione.training.step import (
+    MetricsWindow,
+    process_group_backend,
+    resolve_device,
+    train_step,
+)
 from attenzione.translator import Translator
 
-ATTRIBUTION = (
-    "English–Italian sentence pairs from the Tatoeba Project (https://tatoeba.org), contributed "
-    "by its members and licensed under CC-BY 2.0 FR; pair selection by ManyThings.org "
-    "(https://www.manythings.org/anki/)."
+# What --resume takes from the command line; every other field is the run's own.
+RESUME_MAY_CHANGE = frozenset(
+    {"epochs", "max_steps", "max_minutes", "progress", "num_threads", "device", "attribution"}
 )
-
-
-@dataclass
-class Progress:
-    """What must survive an interruption besides the weights and the optimizer."""
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_bleu: float = -1.0
-    evals_without_gain: int = 0
-    train_seconds: float = 0.0
-    history: list[dict[str, Any]] = field(default_factory=list)
+LOG_EVERY = 50  # steps between train-loss records
 
 
 def _dist_info() -> tuple[int, int]:
@@ -68,7 +71,11 @@ def _dist_info() -> tuple[int, int]:
 
 
 def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:
-    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``."""
+    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``.
+
+    The special-token ids come from the tokenizers, so the model and its tokenizers always
+    agree on what ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` are.
+    """
     kwargs = dict(preset.model)
     glove = None
     if preset.tokenizer == "glove-word":
@@ -76,10 +83,17 @@ def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transfo
 
         glove = load_glove(cfg.glove)
         kwargs["d_model"] = glove.dim  # seed 000: d_model is the GloVe size
+    tok = data.tgt_tok
     mcfg = ModelConfig(
-        src_vocab_size=data.src_tok.vocab_size, tgt_vocab_size=data.tgt_tok.vocab_size, **kwargs
+        src_vocab_size=data.src_tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        pad_id=tok.pad_id,
+        bos_id=tok.bos_id,
+        eos_id=tok.eos_id,
+        unk_id=tok.unk_id,
+        **kwargs,
     )
-    model = Transformer(mcfg)
+    model = model_dir.build_model(mcfg, f"preset {preset.name!r}")
     if glove is not None:
         matrix, coverage = embedding_matrix(glove, data.src_tok, seed=cfg.seed)
         model.src_embed.load_pretrained(matrix, freeze=cfg.freeze_embeddings)
@@ -87,68 +101,75 @@ def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transfo
     return model
 
 
+def resumed_config(
+    given: TrainConfig, saved: TrainConfig, explicit: set[str] | None
+) -> tuple[TrainConfig, list[str]]:
+    """The config a resumed run continues with, and a note for each request it ignores.
+
+    ``explicit``: the fields the user actually set (the CLI knows); None compares them all.
+    """
+    merged = saved.to_dict()
+    notes = []
+    for f in fields(TrainConfig):
+        new, old = getattr(given, f.name), getattr(saved, f.name)
+        if f.name in RESUME_MAY_CHANGE:
+            merged[f.name] = new
+        elif new != old and (explicit is None or f.name in explicit):
+            notes.append(f"{f.name}={old!r} (asked: {new!r})")
+    return TrainConfig.from_dict(merged), notes
+
+
 class Trainer:
     """Runs (or resumes) the training described by a :class:`TrainConfig`."""
 
-    def __init__(self, cfg: TrainConfig, *, resume: bool = False, log: Any = print) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        *,
+        resume: bool = False,
+        log: Callable[[str], object] = print,
+        explicit: set[str] | None = None,
+    ) -> None:
         self.signalled = ""  # the name of a stop signal received during train()
         self.rank, self.world = _dist_info()
         self.log = log if self.rank == 0 else (lambda *a, **k: None)
         self.run_dir = Path(cfg.out)
-        self.resume_from: Path | None = None
-        if resume:
-            self.resume_from = find_checkpoint(self.run_dir / "last")
-            if self.resume_from is None:
-                raise FileNotFoundError(f"--resume: no checkpoint in {self.run_dir / 'last'}")
-            saved = TrainConfig.load(self.resume_from / "train_config.json")
-            # The shape of the run comes from the checkpoint; only the budget may change.
-            cfg = saved.__class__(
-                **{
-                    **saved.to_dict(),
-                    "epochs": cfg.epochs,
-                    "max_steps": cfg.max_steps,
-                    "max_minutes": cfg.max_minutes,
-                    "progress": cfg.progress,
-                    "num_threads": cfg.num_threads,
-                }
-            )
-        elif self.rank == 0 and find_checkpoint(self.run_dir / "last") is not None:
-            raise ValueError(
-                f"{self.run_dir} already holds a run; pass --resume to continue it or choose "
-                "another --out"
-            )
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise NotADirectoryError(f"--out {self.run_dir} is a file, not a run directory")
+        self.metrics = MetricsLog(self.run_dir)
+        self.resume_from = self._find_resume(resume)
+        if self.resume_from is not None:
+            saved = TrainConfig.load(self.resume_from / model_dir.TRAIN_CONFIG_NAME)
+            cfg, ignored = resumed_config(cfg, saved, explicit)
+            if ignored:
+                self.log("--resume keeps the run's settings: " + ", ".join(ignored))
         self.cfg = cfg
+        self.device = resolve_device(cfg.device)
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
-        if self.rank == 0:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.rank == 0:
-            self.data = prepare(cfg, self.preset, self.run_dir, write=True)
-        if self.world > 1:
-            dist.barrier()  # rank 0 has written the splits and tokenizers: the others read them
-        if self.rank != 0:
-            self.data = prepare(cfg, self.preset, self.run_dir, write=False)
-        self.model = build_model(cfg, self.preset, self.data)
+        self.data = self._prepare_data()
+        self.model = build_model(cfg, self.preset, self.data).to(self.device)
         if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
             self.data.notes.append(f"--bf16: {bf16_note}")
         for note in self.data.notes:  # after the model: GloVe coverage is one of them
             self.log(note)
+        self.attribution = run_attribution([cfg.data, *cfg.extra_data], cfg.attribution)
         self.progress = Progress()
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay
+            self.params, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay
         )
         if self.resume_from is not None:
             self._restore(self.resume_from)
         self.ddp: nn.Module = self.model
         if self.world > 1:
-            self.ddp = nn.parallel.DistributedDataParallel(self.model)
-        lengths = [(len(s) + 1, len(t) + 1) for s, t in self.data.train_ids]
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.ddp = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
         self.sampler = TokenBudgetSampler(
-            lengths,
+            [(len(s) + 1, len(t) + 1) for s, t in self.data.train_ids],
             max_tokens=cfg.max_tokens,
             max_sentences=cfg.max_sentences,
             seed=cfg.seed,
@@ -156,28 +177,44 @@ class Trainer:
             rank=self.rank,
         )
 
-    # ------------------------------------------------------------------ state
+    # ------------------------------------------------------------------ set-up
+    def _find_resume(self, resume: bool) -> Path | None:
+        found = model_dir.find_model_dir(self.run_dir / "last", resumable=True)
+        if resume and found is None:
+            raise FileNotFoundError(f"--resume: no checkpoint in {self.run_dir / 'last'}")
+        if not resume and found is not None:
+            raise ValueError(
+                f"{self.run_dir} already holds a run; pass --resume to continue it or choose "
+                "another --out"
+            )
+        return found if resume else None
+
+    def _prepare_data(self) -> PreparedData:
+        """Rank 0 writes the splits and tokenizers (first run); the others then read them."""
+        data = None
+        if self.rank == 0:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            data = prepare(self.cfg, self.preset, self.run_dir, write=True)
+        if self.world > 1:
+            dist.barrier()
+        if data is None:
+            data = prepare(self.cfg, self.preset, self.run_dir, write=False)
+        return data
+
     def _restore(self, ckpt: Path) -> None:
-        loaded = Transformer.load(ckpt)
+        loaded = model_dir.load_model(ckpt)
         self.model.load_state_dict(loaded.state_dict())
-        state = load_state(ckpt)
+        state = model_dir.load_state(ckpt)
         self.optimizer.load_state_dict(state["optimizer"])
-        prog = state["progress"]
-        self.progress = Progress(**{**prog, "history": json.loads(prog["history"])})
-        torch.set_rng_state(state["torch_rng"])
-        random.setstate(_to_tuple(state["python_rng"]))
+        self.progress = Progress.from_state(state["progress"])
+        restore_rng(state, self.device)
+        if self.rank == 0:
+            dropped = self.metrics.truncate_after(self.progress.step)
+            if dropped:
+                self.log(f"dropped {dropped} metrics records logged after the checkpoint")
         self.log(f"resumed {ckpt} at step {self.progress.step} (epoch {self.progress.epoch})")
 
-    def _state(self) -> dict[str, Any]:
-        prog = dict(self.progress.__dict__)
-        prog["history"] = json.dumps(prog["history"])
-        return {
-            "optimizer": self.optimizer.state_dict(),
-            "progress": prog,
-            "torch_rng": torch.get_rng_state(),
-            "python_rng": random.getstate(),
-        }
-
+    # ------------------------------------------------------------------ saving
     def _info(self) -> dict[str, Any]:
         evals = [h for h in self.progress.history if "dev_bleu" in h]
         last_eval: dict[str, Any] = evals[-1] if evals else {}
@@ -194,85 +231,91 @@ class Trainer:
             "corpora": [str(self.cfg.data), *self.cfg.extra_data],
             **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
-            "attribution": ATTRIBUTION,
+            "attribution": self.attribution,
         }
 
     def save(self, name: str, *, with_state: bool) -> None:
+        """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
         if self.rank != 0:
             return
-        path = write_checkpoint(
+        model_dir.write_model_dir(
             self.run_dir / name,
             self.model,
             self.data.src_tok,
             self.data.tgt_tok,
             info=self._info(),
-            state=self._state() if with_state else None,
+            state=training_state(self.progress, self.optimizer, self.device)
+            if with_state
+            else None,
+            extra_files={model_dir.TRAIN_CONFIG_NAME: self.cfg.to_json() + "\n"},
         )
-        self.cfg.save(path / "train_config.json")
 
     def _metric(self, record: dict[str, Any]) -> None:
-        if self.rank != 0:
-            return
-        record = {"step": self.progress.step, "epoch": self.progress.epoch, **record}
-        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        if self.rank == 0:
+            self.metrics.append(
+                {"step": self.progress.step, "epoch": self.progress.epoch, **record}
+            )
 
     # ------------------------------------------------------------------ evaluation
-    @torch.no_grad()
-    def evaluate(self) -> dict[str, float]:
-        """Dev loss/perplexity on the whole dev split and greedy BLEU/chrF on its head."""
+    def evaluate(self) -> dict[str, Any]:
+        """Dev loss/perplexity on the dev split and greedy BLEU/chrF on the dev sets' heads."""
         self.model.eval()
-        dev = self.data.dev
-        src = [self.data.src_tok.encode(s)[: self.cfg.max_src_tokens] for s, _ in dev]
-        tgt = [self.data.tgt_tok.encode(t)[: self.cfg.max_src_tokens] for _, t in dev]
-        total, nll_sum, n_tok = 0.0, 0.0, 0
-        for start in range(0, len(dev), 64):
-            batch = collate(
-                list(zip(src[start : start + 64], tgt[start : start + 64], strict=True))
-            )
-            with self._autocast():
-                logits = self.model(batch.src_ids, batch.tgt_in).logits
-            loss, nll, n = label_smoothed_loss(
-                logits,
-                batch.tgt_out,
-                pad_id=self.model.config.pad_id,
+        try:
+            record: dict[str, Any] = dev_loss(
+                self.model,
+                self.data.dev,
+                self.data.src_tok,
+                self.data.tgt_tok,
+                limit=self.cfg.max_src_tokens,
                 smoothing=self.cfg.label_smoothing,
+                bf16=self.cfg.bf16,
             )
-            total, nll_sum, n_tok = total + float(loss), nll_sum + float(nll), n_tok + n
-        translator = Translator(
-            self.model, self.data.src_tok, self.data.tgt_tok, max_src_tokens=self.cfg.max_src_tokens
-        )
-        record = {
-            "dev_loss": total / max(n_tok, 1),
-            "dev_ppl": math.exp(min(nll_sum / max(n_tok, 1), 50)),
-        }
-        # greedy BLEU/chrF on the head of each dev set: the run's own split ("dev_bleu") and
-        # every --extra-dev set ("dev_<name>_bleu"), with the share of source numbers kept
-        for name, pairs in [("", dev), *self.data.extra_dev.items()]:
-            head = pairs[: self.cfg.dev_bleu_sentences]
-            sources = [s for s, _ in head]
-            # the model's own output: no number repair, so the figures show what it learned
-            hyps = translator.translate(
-                sources, decode=DecodeConfig(method="greedy"), fix_numbers=False
+            translator = Translator(
+                self.model,
+                self.data.src_tok,
+                self.data.tgt_tok,
+                max_src_tokens=self.cfg.max_src_tokens,
             )
-            scores = corpus_scores(hyps, [t for _, t in head])
-            prefix = f"dev_{name}_" if name else "dev_"
-            record[prefix + "bleu"] = scores.bleu
-            record[prefix + "chrf"] = scores.chrf
-            kept = number_fidelity(sources, hyps)
-            if kept.total:
-                record[prefix + "numbers"] = kept.share
-        if self.data.extra_dev:
-            # the checkpoint kept as best/ is the best on all dev sets together
-            names = ["dev_bleu", *(f"dev_{n}_bleu" for n in self.data.extra_dev)]
-            record["dev_score"] = sum(record[n] for n in names) / len(names)
-        self.model.train()
+            dev_sets = {"": self.data.dev, **self.data.extra_dev}
+            record.update(dev_scores(translator, dev_sets, self.cfg.dev_bleu_sentences))
+        finally:
+            self.model.train()
         return record
 
-    def _autocast(self) -> Any:
-        if self.cfg.bf16:
-            return torch.autocast("cpu", dtype=torch.bfloat16)
-        return nullcontext()
+    def _broadcast(self, value: int) -> int:
+        """Rank 0's ``value`` on every rank (identity in a single process)."""
+        if self.world == 1:
+            return value
+        flag = torch.tensor([value], dtype=torch.long, device=self.device)
+        dist.broadcast(flag, src=0)
+        return int(flag.item())
+
+    def _eval_and_save(self) -> None:
+        """Every rank calls this at the same steps; rank 0 evaluates and writes."""
+        p = self.progress
+        p.last_eval_step = p.step  # on every rank: the end-of-run decision depends on it
+        if self.rank == 0:
+            record = {"step": p.step, "epoch": p.epoch, **self.evaluate()}
+            p.history.append(record)
+            self._metric(record)
+            extra = "".join(
+                f"  {n}: BLEU {record[f'dev_{n}_bleu']:.2f} chrF {record[f'dev_{n}_chrf']:.2f}"
+                for n in self.data.extra_dev
+            )
+            self.log(
+                f"step {p.step}: dev loss {record['dev_loss']:.3f}  ppl {record['dev_ppl']:.2f}  "
+                f"BLEU {record['dev_bleu']:.2f}  chrF {record['dev_chrf']:.2f}{extra}  "
+                f"({p.train_seconds / 3600:.2f} train h)"
+            )
+            score = record.get("dev_score", record["dev_bleu"])
+            if score > p.best_bleu:
+                p.best_bleu = score
+                p.evals_without_gain = 0
+                self.save("best", with_state=False)
+            else:
+                p.evals_without_gain += 1
+            self.save("last", with_state=True)
+        p.evals_without_gain = self._broadcast(p.evals_without_gain)
 
     # ------------------------------------------------------------------ the loop
     def _stop_reason(self, started: float) -> str | None:
@@ -282,13 +325,9 @@ class Trainer:
         if cfg.epochs is not None and p.epoch >= cfg.epochs:
             return f"reached epochs={cfg.epochs}"
         time_up = cfg.max_minutes is not None and time.monotonic() - started >= 60 * cfg.max_minutes
-        code = 2 if self.signalled else int(time_up)
-        if self.world > 1:
-            # Clocks (and signals) differ between ranks: rank 0 decides, or the others would
-            # wait forever in the next all-reduce.
-            flag = torch.tensor([code])
-            dist.broadcast(flag, src=0)
-            code = int(flag)
+        # Clocks (and signals) differ between ranks: rank 0 decides, or the others would wait
+        # forever in the next all-reduce.
+        code = self._broadcast(2 if self.signalled else int(time_up))
         if code == 2:
             return f"interrupted by {self.signalled or 'rank 0'}"
         if code == 1:
@@ -317,17 +356,27 @@ class Trainer:
 
     def train(self) -> dict[str, Any]:
         """Train until a stop condition; returns a summary (also the last history record)."""
+        cfg = self.cfg
+        if cfg.max_steps is None and cfg.epochs is None and cfg.max_minutes is None:
+            raise ValueError("give a stop condition: --epochs, --max-steps or --max-minutes")
         with self._graceful_signals():
-            return self._train()
+            reason = self._loop()
+        p = self.progress
+        if reason.startswith("interrupted"):  # a signal asks for a quick exit: evaluate later
+            self.save("last", with_state=True)
+        elif p.last_eval_step != p.step:  # the same on every rank: the collective is symmetric
+            self._eval_and_save()
+        self.log(f"stopped: {reason}")
+        if self.rank == 0:
+            self._plot()
+        return {"reason": reason, **(p.history[-1] if p.history else {})}
 
-    def _train(self) -> dict[str, Any]:
+    def _loop(self) -> str:
+        """Steps until a stop condition; returns its reason."""
         from tqdm import tqdm
 
         cfg, p = self.cfg, self.progress
-        if cfg.max_steps is None and cfg.epochs is None and cfg.max_minutes is None:
-            raise ValueError("give a stop condition: --epochs, --max-steps or --max-minutes")
-        started = time.monotonic()
-        last_save = started
+        started = last_save = time.monotonic()
         self.model.train()
         bar = tqdm(
             total=cfg.max_steps,
@@ -336,48 +385,48 @@ class Trainer:
             unit="step",
             dynamic_ncols=True,
         )
-        window_tokens, window_start, window_loss, window_n = 0, time.monotonic(), 0.0, 0
+        window = MetricsWindow(self.world)
+        mc = self.model.config
         reason = self._stop_reason(started)
-        pad = self.model.config.pad_id
         while reason is None:
             self.sampler.set_epoch(p.epoch)
             batches = list(self.sampler)
             while p.batch_in_epoch < len(batches) and reason is None:
                 idx = batches[p.batch_in_epoch]
-                batch = collate([self.data.train_ids[i] for i in idx], indices=list(idx))
+                batch = collate(
+                    [self.data.train_ids[i] for i in idx],
+                    pad_id=mc.pad_id,
+                    bos_id=mc.bos_id,
+                    eos_id=mc.eos_id,
+                    indices=list(idx),
+                ).to(self.device)
                 lr = inverse_sqrt_lr(p.step + 1, peak=cfg.lr, warmup=cfg.warmup_steps)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = lr
                 t0 = time.monotonic()
-                with self._autocast():
-                    real = batch.tgt_out != pad
-                    logits = self.ddp(batch.src_ids, batch.tgt_in, logits_at=real).logits
-                loss_sum, _, n_tok = label_smoothed_loss(
-                    logits, batch.tgt_out, pad_id=pad, smoothing=cfg.label_smoothing
+                result = train_step(
+                    self.ddp,
+                    batch,
+                    self.optimizer,
+                    lr=lr,
+                    pad_id=mc.pad_id,
+                    smoothing=cfg.label_smoothing,
+                    clip_norm=cfg.clip_norm,
+                    bf16=cfg.bf16,
+                    params=self.params,
                 )
-                # Average over this rank's tokens; DDP then averages over ranks.
-                loss = loss_sum / max(n_tok, 1)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.clip_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-                self.optimizer.step()
                 p.train_seconds += time.monotonic() - t0
                 p.step += 1
                 p.batch_in_epoch += 1
-                window_tokens += n_tok
-                window_loss += float(loss.detach())
-                window_n += 1
+                window.add(result)
                 bar.update(1)
-                if p.step % 50 == 0 or p.step == 1:
-                    elapsed = max(time.monotonic() - window_start, 1e-9)
-                    tps = window_tokens * self.world / elapsed
-                    avg = window_loss / max(window_n, 1)
+                if p.step % LOG_EVERY == 0 or p.step == 1:
+                    stats = window.report()
                     bar.set_postfix(
-                        loss=f"{avg:.3f}", lr=f"{lr:.2e}", tok_s=f"{tps:,.0f}", ep=p.epoch
+                        loss=f"{stats['train_loss']:.3f}",
+                        lr=f"{lr:.2e}",
+                        tok_s=f"{stats['tok_per_s']:,.0f}",
+                        ep=p.epoch,
                     )
-                    self._metric({"train_loss": avg, "lr": lr, "tok_per_s": tps})
-                    window_tokens, window_start, window_loss, window_n = 0, time.monotonic(), 0.0, 0
+                    self._metric({**stats, "lr": lr})
                 if p.step % cfg.eval_every == 0:
                     self._eval_and_save()
                     if cfg.patience and p.evals_without_gain >= cfg.patience:
@@ -392,71 +441,38 @@ class Trainer:
                 p.batch_in_epoch = 0
                 reason = reason or self._stop_reason(started)
         bar.close()
-        interrupted = reason is not None and reason.startswith("interrupted")
-        if not interrupted and (not p.history or p.history[-1].get("step") != p.step):
-            self._eval_and_save()
-        else:  # a signal asks for a quick exit: save what we have, evaluate next time
-            self.save("last", with_state=True)
-        self.log(f"stopped: {reason}")
-        if self.rank == 0:
-            self._plot()
-        return {"reason": reason, **(p.history[-1] if p.history else {})}
-
-    def _eval_and_save(self) -> None:
-        p = self.progress
-        record: dict[str, Any] = {}
-        if self.rank == 0:
-            record = {"step": p.step, "epoch": p.epoch, **self.evaluate()}
-            p.history.append(record)
-            self._metric(record)
-            extra = "".join(
-                f"  {n}: BLEU {record[f'dev_{n}_bleu']:.2f} chrF {record[f'dev_{n}_chrf']:.2f}"
-                for n in self.data.extra_dev
-            )
-            self.log(
-                f"step {p.step}: dev loss {record['dev_loss']:.3f}  ppl {record['dev_ppl']:.2f}  "
-                f"BLEU {record['dev_bleu']:.2f}  chrF {record['dev_chrf']:.2f}{extra}  "
-                f"({p.train_seconds / 3600:.2f} train h)"
-            )
-            score = record.get("dev_score", record["dev_bleu"])
-            if score > p.best_bleu:
-                p.best_bleu = score
-                p.evals_without_gain = 0
-                self.save("best", with_state=False)
-            else:
-                p.evals_without_gain += 1
-            self.save("last", with_state=True)
-        if self.world > 1:
-            flag = torch.tensor([p.evals_without_gain], dtype=torch.long)
-            dist.broadcast(flag, src=0)
-            p.evals_without_gain = int(flag)
+        return reason
 
     def _plot(self) -> None:
         from attenzione.training.plots import plot_curves
 
         try:
-            plot_curves(self.run_dir / "metrics.jsonl", self.run_dir / "curves.png")
+            plot_curves(self.metrics.path, self.run_dir / "curves.png")
         except Exception as exc:  # a plot must never lose a finished run
             self.log(f"could not draw curves.png: {exc}")
 
 
-def _to_tuple(x: Any) -> Any:
-    """``random.setstate`` wants nested tuples; torch.load may hand back lists."""
-    return tuple(_to_tuple(v) for v in x) if isinstance(x, list | tuple) else x
+def train(
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    log: Callable[[str], object] = print,
+    explicit: set[str] | None = None,
+) -> dict[str, Any]:
+    """Train (or resume) from Python; under ``torchrun`` the process group is set up here.
 
-
-def train(cfg: TrainConfig, *, resume: bool = False, log: Any = print) -> dict[str, Any]:
-    """Train (or resume) from Python; under ``torchrun`` the process group is set up here."""
+    ``explicit``: the TrainConfig fields the user set (for ``--resume``'s report of ignored
+    settings); None treats them all as set.
+    """
     started_dist = False
-    if (
-        "WORLD_SIZE" in os.environ
-        and int(os.environ["WORLD_SIZE"]) > 1
-        and not dist.is_initialized()
-    ):
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        device = resolve_device(cfg.device)
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(process_group_backend(device))
         started_dist = True
     try:
-        return Trainer(cfg, resume=resume, log=log).train()
+        return Trainer(cfg, resume=resume, log=log, explicit=explicit).train()
     finally:
         if started_dist:
             dist.destroy_process_group()

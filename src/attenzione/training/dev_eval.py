@@ -1,0 +1,99 @@
+"""Measuring a model during training: dev loss and perplexity, greedy BLEU/chrF.
+
+The dev loss is computed exactly as the training loss (label-smoothed, per target token) on
+the dev pairs that fit the training limit, *whole*: a pair is either scored with all its
+tokens or left out (and counted), never scored on a target cut short — a cut target has no
+``<eos>`` where the sentence really ends and would teach the number something false.
+
+BLEU and chrF are sacreBLEU's on greedy translations of the head of each dev set, through
+:class:`~attenzione.translator.Translator` (input policy included), without the repair of
+garbled numbers, so the figures show what the model itself learned.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from attenzione.config import DecodeConfig
+from attenzione.data import collate
+from attenzione.data.tokenizers import Tokenizer
+from attenzione.evaluation import corpus_scores, number_fidelity
+from attenzione.model import Transformer
+from attenzione.training.loss import label_smoothed_loss
+from attenzione.training.step import autocast
+from attenzione.translator import Translator
+
+Pairs = list[tuple[str, str]]
+DEV_BATCH = 64
+
+
+@torch.no_grad()
+def dev_loss(
+    model: Transformer,
+    pairs: Pairs,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    *,
+    limit: int,
+    smoothing: float,
+    bf16: bool = False,
+) -> dict[str, float]:
+    """{dev_loss, dev_ppl, dev_loss_pairs}: loss per target token over the pairs that fit.
+
+    ``limit`` is the training limit on tokens per side (pairs at or beyond it are left out of
+    training, and so of this measure).
+    """
+    cfg = model.config
+    device = next(model.parameters()).device
+    src = src_tok.encode_batch([s for s, _ in pairs])
+    tgt = tgt_tok.encode_batch([t for _, t in pairs])
+    kept = [(s, t) for s, t in zip(src, tgt, strict=True) if len(s) < limit and len(t) < limit]
+    total, nll_sum, n_tok = 0.0, 0.0, 0
+    for start in range(0, len(kept), DEV_BATCH):
+        batch = collate(
+            kept[start : start + DEV_BATCH], pad_id=cfg.pad_id, bos_id=cfg.bos_id, eos_id=cfg.eos_id
+        ).to(device)
+        with autocast(device, bf16):
+            logits = model(batch.src_ids, batch.tgt_in).logits  # (B,T,V)
+        loss, nll, n = label_smoothed_loss(
+            logits, batch.tgt_out, pad_id=cfg.pad_id, smoothing=smoothing
+        )
+        total, nll_sum, n_tok = total + float(loss), nll_sum + float(nll), n_tok + n
+    return {
+        "dev_loss": total / max(n_tok, 1),
+        "dev_ppl": math.exp(min(nll_sum / max(n_tok, 1), 50)),
+        "dev_loss_pairs": len(kept),
+    }
+
+
+def dev_scores(
+    translator: Translator, dev_sets: dict[str, Pairs], n_sentences: int
+) -> dict[str, Any]:
+    """Greedy BLEU/chrF (and the share of source numbers kept) on the head of each dev set.
+
+    The run's own split is named "" (keys ``dev_bleu`` …), every ``--extra-dev`` set by its
+    name (``dev_<name>_bleu`` …); with extra sets, ``dev_score`` is the mean BLEU of all, the
+    figure ``best/`` follows.
+    """
+    record: dict[str, Any] = {}
+    for name, pairs in dev_sets.items():
+        head = pairs[:n_sentences]
+        sources = [s for s, _ in head]
+        # the model's own output: no number repair, so the figures show what it learned
+        hyps = translator.translate(
+            sources, decode=DecodeConfig(method="greedy"), fix_numbers=False
+        )
+        scores = corpus_scores(hyps, [t for _, t in head])
+        prefix = f"dev_{name}_" if name else "dev_"
+        record[prefix + "bleu"] = scores.bleu
+        record[prefix + "chrf"] = scores.chrf
+        kept = number_fidelity(sources, hyps)
+        if kept.total:
+            record[prefix + "numbers"] = kept.share
+    if len(dev_sets) > 1:
+        names = [f"dev_{n}_bleu" if n else "dev_bleu" for n in dev_sets]
+        record["dev_score"] = sum(record[n] for n in names) / len(names)
+    return record

@@ -1,4 +1,10 @@
-"""Imports point downward only (DESIGN.md's layers), checked by reading the source."""
+"""Imports point downward only (DESIGN.md's layers), checked by reading the source.
+
+Two checks, because either alone lets a cycle through: every import goes to the same or a
+lower layer, and the graph of imports between the package's parts has no cycle at all — two
+parts of one layer (``translator`` and ``training``, say) may use one another in one direction
+only. Imports inside functions count: a lazy import is still a dependency.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +21,23 @@ LAYERS = {
     "masks": 0,
     "positional": 0,
     "cache": 0,
+    "atomic": 0,
     "attention": 1,
     "embeddings": 1,
     "layers": 2,
     "model": 3,
     "decoding": 4,
+    "precision": 4,
     "data": 5,
-    "training": 5,
-    "translator": 5,
-    "evaluation": 5,
-    "viz": 5,
-    "explain": 5,
-    "speed": 5,
-    "cli": 6,
-    "__main__": 7,
+    "model_dir": 5,
+    "training": 6,
+    "translator": 6,
+    "evaluation": 6,
+    "viz": 6,
+    "explain": 6,
+    "cli": 7,
+    "serve": 7,
+    "__main__": 8,
 }
 
 
@@ -59,6 +68,41 @@ def _top(dotted: str) -> str:
     return dotted.split(".")[0]
 
 
+def _graph() -> dict[str, set[str]]:
+    """Top-level part -> the other top-level parts it imports."""
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        me = _top(_name(path))
+        if me == "__init__":
+            continue
+        targets = {_top(t) for t in _imports(path)} & set(LAYERS)
+        graph.setdefault(me, set()).update(targets - {me})
+    return graph
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of the graph as a path [a, b, …, a], or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
 @pytest.mark.parametrize("path", _modules(), ids=_name)
 def test_imports_point_downward(path: Path) -> None:
     me = _top(_name(path))
@@ -72,13 +116,48 @@ def test_imports_point_downward(path: Path) -> None:
         assert LAYERS[top] <= LAYERS[me], f"{_name(path)} (layer {LAYERS[me]}) imports {target}"
 
 
+def test_no_import_cycle_between_parts() -> None:
+    cycle = _find_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_catches_the_translator_training_cycle() -> None:
+    """The check itself: the cycle this package once had (the trainer scored BLEU through
+    the Translator, which loaded checkpoints through training/) is found."""
+    graph = {k: set(v) for k, v in _graph().items()}
+    graph.setdefault("translator", set()).add("training")
+    graph.setdefault("training", set()).add("translator")
+    assert _find_cycle(graph) is not None
+
+
 def test_data_and_viz_never_import_the_model() -> None:
-    forbidden = {"model", "layers", "attention", "training", "translator", "decoding", "explain"}
+    forbidden = {
+        "model",
+        "layers",
+        "attention",
+        "training",
+        "translator",
+        "decoding",
+        "explain",
+        "model_dir",
+        "precision",
+    }
     for path in _modules():
-        if _top(_name(path)) not in ("data", "viz"):
+        if _top(_name(path)) not in ("data", "viz", "atomic"):
             continue
         bad = {_top(t) for t in _imports(path)} & forbidden
         assert not bad, f"{_name(path)} imports {bad}"
+
+
+def test_only_model_dir_reads_or_writes_model_files() -> None:
+    """One owner of model directories: nobody else names safetensors or torch.save/load."""
+    for path in _modules():
+        name = _name(path)
+        if name in ("model_dir",):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for needle in ("safetensors", "torch.save(", "torch.load("):
+            assert needle not in text, f"{name} uses {needle}: that is model_dir's job"
 
 
 def test_nothing_but_the_entry_points_import_the_cli() -> None:

@@ -47,7 +47,7 @@ def test_word_vocabulary_is_frequency_ordered_with_limits() -> None:
 def test_word_tokenizer_lowercases_by_default() -> None:
     tok = WordTokenizer.train(["The Cat"])
     assert tok.encode("THE cat") == tok.encode("the Cat")
-    assert tok.tokens("The Cat") == ["the", "cat"]
+    assert [tok.id_to_token(i) for i in tok.encode("The Cat")] == ["the", "cat"]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,6 @@ def test_sentencepiece_specials_and_round_trip(spm: SentencePieceTokenizer) -> N
         ids = spm.encode(sentence)
         assert all(i > 2 for i in ids)
         assert spm.decode(ids) == sentence
-        assert len(spm.tokens(sentence)) == len(ids)
     assert spm.decode([1, *spm.encode("Dov'è?"), 2, 0, 0]) == "Dov'è?"
 
 

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import fail, user_errors
+from attenzione.cli.common import (
+    at_least,
+    check_argument_text,
+    check_output_dir,
+    fail,
+    user_errors,
+)
 
 
 def attention(
@@ -19,10 +25,17 @@ def attention(
     ),
     out: Path = typer.Option(Path("attention"), "--out", "-o", help="Directory for the files."),
     layer: int | None = typer.Option(
-        None, "--layer", "-l", help="Layer of the large heatmaps and of --explain (0-based)."
+        None,
+        "--layer",
+        "-l",
+        help="Layer of the large heatmaps and of --explain (0-based).",
+        callback=at_least(0),
     ),
     head: int | None = typer.Option(
-        None, "--head", help="Head of the large heatmaps and of --explain (default: average)."
+        None,
+        "--head",
+        help="Head of the large heatmaps and of --explain (default: average).",
+        callback=at_least(0),
     ),
     explain: bool = typer.Option(
         False, "--explain", help="Print one head's computation for one token, with real numbers."
@@ -30,8 +43,12 @@ def attention(
     kind: str = typer.Option(
         "cross", "--kind", "-k", help="What --explain explains: encoder, decoder or cross."
     ),
-    token: int = typer.Option(0, "--token", "-t", help="Query token that --explain explains."),
-    beam: int = typer.Option(4, "--beam", "-b", help="Beam size for the translation."),
+    token: int = typer.Option(
+        0, "--token", "-t", help="Query token that --explain explains.", callback=at_least(0)
+    ),
+    beam: int = typer.Option(
+        4, "--beam", "-b", help="Beam size for the translation.", callback=at_least(1)
+    ),
     png: bool = typer.Option(True, "--png/--no-png", help="Write the PNG heatmaps."),
 ) -> None:
     """Translate a sentence (or teacher-force --reference) and show every attention map."""
@@ -42,6 +59,8 @@ def attention(
             fail(f"--kind must be encoder, decoder or cross, not {kind!r}")
         if reference is not None and not reference.strip():
             fail("--reference is empty")
+        check_argument_text([sentence] + ([reference] if reference is not None else []))
+        check_output_dir(out, "--out")
         from attenzione.translator import Translator
         from attenzione.viz import save_heatmaps, save_html
 

@@ -1,15 +1,31 @@
-"""Shared helpers for the CLI: turning user mistakes into one clear line, not a traceback."""
+"""Shared helpers for the CLI: turning user mistakes into one clear line, not a traceback.
+
+Three kinds of mistakes are caught as early as possible, each as ``error: …`` on stderr and
+exit status 2:
+
+* a numeric option out of range — checked where it is parsed, by the option's callback
+  (:func:`at_least`, :func:`in_range`), before anything is loaded;
+* input that is not UTF-8 text (an argument, stdin, a file) — :func:`read_text_lines` names
+  the file and line;
+* an output that cannot be written (missing or read-only directory, a directory where a file
+  is wanted) — :func:`check_writable` runs before the work, not after an hour of it;
+
+and everything our library raises for bad input (``ValueError``, missing files …) is printed
+by :func:`user_errors` as the one line it was written to be.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn, TypeVar
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn
 
 import typer
 
-_F = TypeVar("_F", bound=Callable[..., object])
+Callback = Callable[[typer.Context, typer.CallbackParam, Any], Any]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -27,9 +43,100 @@ def user_errors() -> Iterator[None]:
     """
     try:
         yield
-    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError) as exc:
+    except (
+        ValueError,  # includes UnicodeDecodeError
+        FileNotFoundError,
+        FileExistsError,
+        IsADirectoryError,
+        NotADirectoryError,
+        PermissionError,
+        KeyError,
+    ) as exc:
         message = str(exc) if not isinstance(exc, KeyError) else f"unknown key {exc}"
         fail(message)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+
+
+def _name(param: typer.CallbackParam) -> str:
+    return max(param.opts, key=len) if param.opts else str(param.name)
+
+
+def at_least(minimum: float) -> Callback:
+    """An option callback: the value (when given) must be >= ``minimum``."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is not None and not ctx.resilient_parsing and value < minimum:
+            fail(f"{_name(param)} must be >= {minimum:g}, got {value:g}")
+        return value
+
+    return check
+
+
+def in_range(low: float, high: float, *, low_open: bool = False) -> Callback:
+    """An option callback: ``low <= value <= high`` (``low < value`` with ``low_open``)."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:
+            return value
+        ok = (value > low if low_open else value >= low) and value <= high
+        if not ok:
+            bracket = "(" if low_open else "["
+            fail(f"{_name(param)} must be in {bracket}{low:g}, {high:g}], got {value:g}")
+        return value
+
+    return check
+
+
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user set parameter ``name`` (on the command line or the environment)."""
+    from click.core import ParameterSource
+
+    source = ctx.get_parameter_source(name)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def check_argument_text(texts: list[str]) -> None:
+    """Arguments that were not UTF-8 reach Python with lone surrogates: say which one."""
+    for i, text in enumerate(texts, start=1):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            fail(f"argument {i} is not valid UTF-8 text (a byte at character {exc.start + 1})")
+
+
+def read_text_lines(stream: BinaryIO, name: str) -> list[str]:
+    """Decode ``stream`` as UTF-8 lines; a bad byte is reported as ``name:line: …``."""
+    lines = []
+    for no, raw in enumerate(stream.read().splitlines(), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            fail(
+                f"{name}:{no}: not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1})"
+            )
+    return lines
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Fail now (not after the work) if file ``path`` cannot be created or replaced."""
+    if path.is_dir():
+        fail(f"{what} {path} is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        fail(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"{what} {path}: permission denied (cannot write in {parent})")
+
+
+def check_output_dir(path: Path, what: str) -> None:
+    """Fail now if directory ``path`` is a file or cannot be created/written."""
+    if path.exists() and not path.is_dir():
+        fail(f"{what} {path} is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"{what} {path}: permission denied (cannot write in {existing})")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import user_errors
+from attenzione.cli.common import at_least, check_writable, user_errors
 
 
 def evaluate(
@@ -21,13 +21,17 @@ def evaluate(
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
-    beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
+    beam: int = typer.Option(
+        4, "--beam", "-b", help="Beam size (1 = greedy).", callback=at_least(1)
+    ),
     hypotheses: Path | None = typer.Option(
         None,
         "--hypotheses",
         help="Where to write the translations (default: DATA.hyp.txt beside the data).",
     ),
-    limit: int | None = typer.Option(None, help="Score only the first N pairs."),
+    limit: int | None = typer.Option(
+        None, help="Score only the first N pairs.", callback=at_least(1)
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
     fix_numbers: bool = typer.Option(
         True,
@@ -49,6 +53,8 @@ def evaluate(
         from attenzione.translator import Translator
 
         pairs = load_corpus(data)[:limit]
+        out = hypotheses or data.with_name(data.name + ".hyp.txt")
+        check_writable(out, "--hypotheses")  # before the work, not after it
         translator = Translator.from_pretrained(model, precision=precision)
         sources: list[str]
         references: list[str] | list[list[str]]
@@ -61,7 +67,6 @@ def evaluate(
         seconds = time.perf_counter() - started
         scores = corpus_scores(hyps, references)
         fidelity = copy_fidelity(sources, hyps)
-        out = hypotheses or data.with_name(data.name + ".hyp.txt")
         out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         if as_json:
             typer.echo(

@@ -7,10 +7,14 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import user_errors
+from attenzione.cli.common import at_least, given, in_range, user_errors
+
+# CLI parameters whose TrainConfig field has another name; the others share theirs.
+FIELD_OF = {"threads": "num_threads", "no_progress": "progress"}
 
 
 def train(
+    ctx: typer.Context,
     data: list[str] = typer.Option(
         ...,
         "--data",
@@ -62,12 +66,18 @@ def train(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
     preset: str = typer.Option("small", help="Model preset: tiny, glove50, small, broad or base."),
-    epochs: int | None = typer.Option(None, help="Stop after this many epochs in total."),
+    epochs: int | None = typer.Option(
+        None, help="Stop after this many epochs in total.", callback=at_least(1)
+    ),
     max_steps: int | None = typer.Option(
-        None, help="Stop at this optimizer step (counted from the run's start)."
+        None,
+        help="Stop at this optimizer step (counted from the run's start).",
+        callback=at_least(1),
     ),
     max_minutes: float | None = typer.Option(
-        None, help="Stop after this many minutes of this invocation."
+        None,
+        help="Stop after this many minutes of this invocation.",
+        callback=in_range(0, float("inf"), low_open=True),
     ),
     resume: bool = typer.Option(
         False, "--resume", help="Continue the run in --out exactly where it stopped."
@@ -76,22 +86,38 @@ def train(
         1, help="Seed for the split, the batch order and the initial weights."
     ),
     max_tokens: int = typer.Option(
-        3000, help="Token budget per batch (padded source or target rectangle)."
+        3000,
+        help="Token budget per batch (padded source or target rectangle).",
+        callback=at_least(16),
     ),
-    lr: float | None = typer.Option(None, help="Peak learning rate (default: the preset's)."),
-    warmup_steps: int | None = typer.Option(None, help="Warm-up steps (default: the preset's)."),
+    lr: float | None = typer.Option(
+        None,
+        help="Peak learning rate (default: the preset's).",
+        callback=in_range(0, float("inf"), low_open=True),
+    ),
+    warmup_steps: int | None = typer.Option(
+        None, help="Warm-up steps (default: the preset's).", callback=at_least(1)
+    ),
     bf16: bool = typer.Option(
         False,
         "--bf16",
         help="bf16 autocast on CPU: several times faster on CPUs with AVX-512 BF16 or AMX, "
         "emulated and slower on others (the run notes which).",
     ),
-    eval_every: int = typer.Option(1000, help="Evaluate dev loss/BLEU and save every N steps."),
-    patience: int = typer.Option(
-        0, help="Stop after N evaluations without a dev BLEU gain (0 = never)."
+    eval_every: int = typer.Option(
+        1000, help="Evaluate dev loss/BLEU and save every N steps.", callback=at_least(1)
     ),
-    dev_size: int = typer.Option(2000, help="Held-out dev pairs (disjoint by sentence)."),
-    test_size: int = typer.Option(2000, help="Held-out test pairs (disjoint by sentence)."),
+    patience: int = typer.Option(
+        0,
+        help="Stop after N evaluations without a dev BLEU gain (0 = never).",
+        callback=at_least(0),
+    ),
+    dev_size: int = typer.Option(
+        2000, help="Held-out dev pairs (disjoint by sentence).", callback=at_least(1)
+    ),
+    test_size: int = typer.Option(
+        2000, help="Held-out test pairs (disjoint by sentence).", callback=at_least(0)
+    ),
     skip_bad_lines: bool = typer.Option(
         False,
         "--skip-bad-lines",
@@ -99,13 +125,23 @@ def train(
         "naming file and line).",
     ),
     vocab_size: int | None = typer.Option(
-        None, help="SentencePiece vocabulary size (default: the preset's)."
+        None, help="SentencePiece vocabulary size (default: the preset's).", callback=at_least(16)
     ),
     glove: Path | None = typer.Option(
         None, help="GloVe text file for the glove50 preset (default: the packaged 6B 50d)."
     ),
     freeze_embeddings: bool = typer.Option(False, help="Keep the GloVe source embeddings fixed."),
-    threads: int | None = typer.Option(None, help="torch threads (default: torch's choice)."),
+    threads: int | None = typer.Option(
+        None, help="torch threads (default: torch's choice).", callback=at_least(1)
+    ),
+    device: str = typer.Option(
+        "auto", help="auto (a GPU if there is one), cpu or cuda: where model and batches live."
+    ),
+    attribution: str | None = typer.Option(
+        None,
+        help="Whom info.json credits for the data (default: what the corpora say, e.g. "
+        "Tatoeba's third column; none if they say nothing).",
+    ),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Train an English→Italian (or any pair) model on a parallel corpus."""
@@ -135,14 +171,10 @@ def train(
             strip_accelerators=strip_accelerators and not off,
             number_augment=number_augment
             if number_augment is not None
-            else defaults.get("number_augment", 0.0),
-            split_digits=split_digits
-            if split_digits is not None
-            else defaults.get("split_digits", False),
-            byte_fallback=byte_fallback
-            if byte_fallback is not None
-            else defaults.get("byte_fallback", False),
-            tokenizer_sample=defaults.get("tokenizer_sample", 0),
+            else defaults.number_augment,
+            split_digits=split_digits if split_digits is not None else defaults.split_digits,
+            byte_fallback=byte_fallback if byte_fallback is not None else defaults.byte_fallback,
+            tokenizer_sample=defaults.tokenizer_sample,
             out=str(out),
             preset=preset,
             epochs=epochs,
@@ -150,23 +182,29 @@ def train(
             max_minutes=max_minutes,
             seed=seed,
             max_tokens=max_tokens,
-            lr=lr if lr is not None else defaults.get("lr", 1e-3),
-            warmup_steps=warmup_steps
-            if warmup_steps is not None
-            else defaults.get("warmup_steps", 2000),
+            lr=lr if lr is not None else defaults.lr,
+            warmup_steps=warmup_steps if warmup_steps is not None else defaults.warmup_steps,
             bf16=bf16,
             eval_every=eval_every,
             patience=patience,
             dev_size=dev_size,
             test_size=test_size,
             skip_bad_lines=skip_bad_lines,
-            vocab_size=vocab_size if vocab_size is not None else defaults.get("vocab_size", 8000),
+            vocab_size=vocab_size if vocab_size is not None else defaults.vocab_size,
             glove=str(glove) if glove else None,
             freeze_embeddings=freeze_embeddings,
             num_threads=threads,
+            device=device,
+            attribution=attribution,
             progress=not no_progress,
         )
-        summary = run_training(cfg, resume=resume, log=lambda m: typer.echo(m, err=True))
+        # what the user really set: --resume reports the ones the run keeps instead
+        explicit = {FIELD_OF.get(name, name) for name in ctx.params if given(ctx, name)}
+        if "data" in explicit:
+            explicit |= {"data_weight", "extra_data"}
+        summary = run_training(
+            cfg, resume=resume, log=lambda m: typer.echo(m, err=True), explicit=explicit
+        )
         if int(os.environ.get("RANK", "0")) != 0:
             return  # under torchrun only rank 0 reports
         typer.echo(f"run: {out}  best: {out / 'best'}  last: {out / 'last'}")

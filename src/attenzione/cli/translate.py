@@ -1,16 +1,37 @@
-"""``attenzione translate``: English in, Italian out, with the shipped model by default."""
+"""``attenzione translate``: English in, Italian out, with the shipped model by default.
+
+Everything the user can get wrong is checked before the model is loaded: option ranges (where
+they are parsed), the input's encoding (file and line named), and whether the output can be
+written. Translations are then streamed: each chunk of lines is written (and flushed) as soon
+as it is done, in input order, so a long file shows progress (a bar on stderr when it is a
+terminal) and a run killed halfway keeps what it finished.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
-from attenzione.cli.common import fail, user_errors
+from attenzione.cli.common import (
+    at_least,
+    check_argument_text,
+    check_writable,
+    fail,
+    given,
+    in_range,
+    read_text_lines,
+    user_errors,
+)
+
+SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
 
 def translate(
+    ctx: typer.Context,
     text: list[str] = typer.Argument(None, help="Sentences to translate (or use --input / stdin)."),
     input: Path | None = typer.Option(
         None, "--input", "-i", help="File with one sentence per line ('-' = stdin)."
@@ -24,34 +45,38 @@ def translate(
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
-    beam: int = typer.Option(4, "--beam", "-b", help="Beam size (1 = greedy)."),
+    beam: int = typer.Option(
+        4, "--beam", "-b", help="Beam size (1 = greedy).", callback=at_least(1)
+    ),
     sample: bool = typer.Option(False, "--sample", help="Sample instead of searching."),
-    temperature: float = typer.Option(1.0, help="Sampling temperature."),
-    top_k: int = typer.Option(0, help="Sample only among the k most likely tokens (0 = off)."),
-    top_p: float = typer.Option(1.0, help="Nucleus sampling threshold."),
+    temperature: float = typer.Option(
+        1.0, help="Sampling temperature (> 0).", callback=in_range(0, float("inf"), low_open=True)
+    ),
+    top_k: int = typer.Option(
+        0, help="Sample only among the k most likely tokens (0 = off).", callback=at_least(0)
+    ),
+    top_p: float = typer.Option(
+        1.0, help="Nucleus sampling threshold, in (0, 1].", callback=in_range(0, 1, low_open=True)
+    ),
     seed: int | None = typer.Option(None, help="Seed for reproducible sampling."),
     length_penalty: float = typer.Option(
-        1.0, help="Beam length penalty α: score = log p / length^α."
+        1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
     n_best: int = typer.Option(
-        1, help="Print the n best beam hypotheses with scores (one sentence)."
+        1, help="Print the n best beam hypotheses with scores (one sentence).", callback=at_least(1)
     ),
-    batch_size: int = typer.Option(64, help="Sentences per decoding batch."),
+    batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
 ) -> None:
     """Translate sentences with a trained model."""
     with user_errors():
-        if text and input is not None:
-            fail("give sentences as arguments or --input, not both")
-        if text:
-            lines = list(text)
-        elif input is not None and str(input) != "-":
-            if not input.is_file():
-                fail(f"input file {input} does not exist")
-            lines = input.read_text(encoding="utf-8").splitlines()
-        elif input is not None or not sys.stdin.isatty():
-            lines = sys.stdin.read().splitlines()
-        else:
-            fail("nothing to translate: give a sentence, --input FILE, or pipe text in")
+        if not sample:
+            ignored = [flag for name, flag in SAMPLING_OPTIONS.items() if given(ctx, name)]
+            if ignored:
+                fail(f"{', '.join(ignored)} only apply with --sample")
+        lines = _read_input(text, input)
+        if output is not None:
+            check_writable(output, "--output")
+        from attenzione.config import DecodeConfig
         from attenzione.translator import Translator
 
         translator = Translator.from_pretrained(model, precision=precision)
@@ -63,20 +88,49 @@ def translate(
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return
-        results = translator.translate(
-            lines,
-            beam=beam,
-            sample=sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-            length_penalty=length_penalty,
-            batch_size=batch_size,
-        )
-        if output is not None:
-            output.write_text("".join(r + "\n" for r in results), encoding="utf-8")
-            typer.echo(f"wrote {len(results)} translations to {output}", err=True)
+        if sample:
+            cfg = DecodeConfig(
+                method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+        elif beam == 1:
+            cfg = DecodeConfig(method="greedy")
         else:
-            for r in results:
-                typer.echo(r)
+            cfg = DecodeConfig(method="beam", beam_size=beam, length_penalty=length_penalty)
+        results = translator.translate_iter(lines, decode=cfg, batch_size=batch_size)
+        if output is None:
+            _stream(results, sys.stdout, len(lines), bar=False)
+            return
+        with open(output, "w", encoding="utf-8") as f:
+            n = _stream(results, f, len(lines), bar=sys.stderr.isatty())
+        typer.echo(f"wrote {n} translations to {output}", err=True)
+
+
+def _read_input(text: list[str] | None, input: Path | None) -> list[str]:
+    """The lines to translate, from arguments, a file or stdin, checked to be UTF-8 text."""
+    if text and input is not None:
+        fail("give sentences as arguments or --input, not both")
+    if text:
+        check_argument_text(list(text))
+        return list(text)
+    if input is not None and str(input) != "-":
+        if not input.is_file():
+            fail(f"input file {input} does not exist")
+        with open(input, "rb") as f:
+            return read_text_lines(f, str(input))
+    if input is not None or not sys.stdin.isatty():
+        return read_text_lines(sys.stdin.buffer, "stdin")
+    fail("nothing to translate: give a sentence, --input FILE, or pipe text in")
+
+
+def _stream(results: Iterable[str], out: TextIO, total: int, *, bar: bool) -> int:
+    """Write each translation as it arrives (flushing per line); returns how many."""
+    from tqdm import tqdm
+
+    n = 0
+    with tqdm(total=total, unit="line", disable=not bar, file=sys.stderr) as progress:
+        for line in results:
+            out.write(line + "\n")
+            out.flush()
+            progress.update(1)
+            n += 1
+    return n

@@ -46,10 +46,6 @@ class Tokenizer(ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
 
-    def tokens(self, text: str) -> list[str]:
-        """The surface pieces of ``encode(text)``, one per id (axis labels for the viewer)."""
-        return [self.id_to_token(i) for i in self.encode(text)]
-
 
 # ---------------------------------------------------------------------------- word level
 # Words (letters/digits with inner hyphens), English clitics split GloVe-style ("do" "n't",
@@ -118,16 +114,17 @@ class WordTokenizer(Tokenizer):
         return _split_words(text.lower() if self.lowercase else text)
 
     def encode(self, text: str) -> list[int]:
-        return [self.index.get(w, UNK_ID) for w in self.split(text)]
+        return [self.index.get(w, self.unk_id) for w in self.split(text)]
 
     def id_to_token(self, i: int) -> str:
-        return self.vocab[i] if 0 <= i < len(self.vocab) else SPECIALS[UNK_ID]
+        return self.vocab[i] if 0 <= i < len(self.vocab) else SPECIALS[self.unk_id]
 
     def decode(self, ids: Sequence[int]) -> str:
         out = ""
         prev = ""
+        skip = (self.pad_id, self.bos_id, self.eos_id)
         for i in ids:
-            if i in (PAD_ID, BOS_ID, EOS_ID):
+            if i in skip:
                 continue
             tok = self.id_to_token(i)
             glue = (
@@ -234,7 +231,8 @@ class SentencePieceTokenizer(Tokenizer):
         return [list(x) for x in self.sp.encode(list(texts), out_type=int)]
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, BOS_ID, EOS_ID)]))
+        skip = (self.pad_id, self.bos_id, self.eos_id)
+        return str(self.sp.decode([int(i) for i in ids if int(i) not in skip]))
 
     def id_to_token(self, i: int) -> str:
         return str(self.sp.id_to_piece(int(i)))
@@ -250,17 +248,52 @@ class SentencePieceTokenizer(Tokenizer):
 
 
 def load_tokenizer(directory: str | Path) -> Tokenizer:
-    """Load what :meth:`Tokenizer.save` wrote (JSON and the SentencePiece model, no pickle)."""
+    """Load what :meth:`Tokenizer.save` wrote (JSON and the SentencePiece model, no pickle).
+
+    The directory may come from anywhere (a downloaded model), so nothing in it is trusted: a
+    file it names must be a plain name inside the directory (``../../etc/passwd`` is
+    refused, as is a symlink leading out), and damaged JSON or model files are ``ValueError``s
+    naming the file, never a parser's traceback.
+    """
     d = Path(directory)
     path = d / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: not a tokenizer directory")
-    config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} should hold a JSON object, not {type(config).__name__}")
     kind = config.get("type")
     if kind == "word":
-        return WordTokenizer(config["vocab"], lowercase=bool(config.get("lowercase", True)))
+        vocab = config.get("vocab")
+        if not isinstance(vocab, list) or not all(isinstance(w, str) for w in vocab):
+            raise ValueError(f"{path}: 'vocab' must be a list of strings")
+        try:
+            return WordTokenizer(vocab, lowercase=bool(config.get("lowercase", True)))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     if kind == "sentencepiece":
-        return SentencePieceTokenizer((d / config.get("model", "spm.model")).read_bytes())
+        model = _inside(d, config.get("model", "spm.model"), path)
+        try:
+            return SentencePieceTokenizer(model.read_bytes())
+        except ValueError as exc:
+            raise ValueError(f"{model}: {exc}") from None
+        except Exception as exc:  # sentencepiece raises RuntimeError/OSError for a bad proto
+            raise ValueError(f"{model} is not a SentencePiece model ({exc})") from None
     raise ValueError(
         f"{path}: unknown tokenizer type {kind!r} (expected 'word' or 'sentencepiece')"
     )
+
+
+def _inside(directory: Path, name: object, config_path: Path) -> Path:
+    """``directory/name`` if ``name`` is a plain file name that stays inside ``directory``."""
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ValueError(f"{config_path}: 'model' must be a file name in {directory}, not {name!r}")
+    target = (directory / name).resolve()
+    if target.parent != directory.resolve():
+        raise ValueError(f"{config_path}: 'model' {name!r} leads outside {directory}")
+    if not target.is_file():
+        raise FileNotFoundError(f"{directory / name} not found (named by {config_path})")
+    return target

@@ -22,19 +22,40 @@ machine (2 cores), not copied from GPU papers:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from attenzione.config import TrainConfig
+
 TokenizerRecipe = Literal["joint-spm", "glove-word"]
+_TRAIN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(TrainConfig)}
+
+
+@dataclass(frozen=True)
+class TrainDefaults:
+    """The training settings a preset recommends. Each is the :class:`TrainConfig` field of
+    the same name (and the ``attenzione train`` flag of that name); a command-line value wins.
+    Unset ones are TrainConfig's own defaults, stated once, there."""
+
+    lr: float = _TRAIN_DEFAULTS["lr"]
+    warmup_steps: int = _TRAIN_DEFAULTS["warmup_steps"]
+    vocab_size: int = _TRAIN_DEFAULTS["vocab_size"]
+    split_digits: bool = _TRAIN_DEFAULTS["split_digits"]
+    byte_fallback: bool = _TRAIN_DEFAULTS["byte_fallback"]
+    number_augment: float = _TRAIN_DEFAULTS["number_augment"]
+    tokenizer_sample: int = _TRAIN_DEFAULTS["tokenizer_sample"]
 
 
 @dataclass(frozen=True)
 class Preset:
+    """A named model shape (ModelConfig fields; vocabulary sizes come from the tokenizers),
+    its tokenizer recipe and its recommended training settings."""
+
     name: str
     description: str
     model: dict[str, Any]
     tokenizer: TokenizerRecipe
-    train: dict[str, Any] = field(default_factory=dict)
+    train: TrainDefaults = field(default_factory=TrainDefaults)
 
 
 PRESETS: dict[str, Preset] = {
@@ -54,7 +75,7 @@ PRESETS: dict[str, Preset] = {
             max_len=128,
         ),
         "joint-spm",
-        dict(lr=3e-3, warmup_steps=50, vocab_size=200),
+        TrainDefaults(lr=3e-3, warmup_steps=50, vocab_size=200),
     ),
     "glove50": Preset(
         "glove50",
@@ -71,7 +92,7 @@ PRESETS: dict[str, Preset] = {
             max_len=256,
         ),
         "glove-word",
-        dict(lr=2e-3, warmup_steps=2000, vocab_size=8000),
+        TrainDefaults(lr=2e-3, warmup_steps=2000, vocab_size=8000),
     ),
     "small": Preset(
         "small",
@@ -89,7 +110,7 @@ PRESETS: dict[str, Preset] = {
             max_len=256,
         ),
         "joint-spm",
-        dict(lr=1e-3, warmup_steps=2000, vocab_size=8000),
+        TrainDefaults(lr=1e-3, warmup_steps=2000, vocab_size=8000),
     ),
     "broad": Preset(
         "broad",
@@ -108,7 +129,7 @@ PRESETS: dict[str, Preset] = {
             max_len=256,
         ),
         "joint-spm",
-        dict(
+        TrainDefaults(
             lr=1e-3,
             warmup_steps=2000,
             vocab_size=16000,
@@ -134,7 +155,7 @@ PRESETS: dict[str, Preset] = {
             max_len=256,
         ),
         "joint-spm",
-        dict(lr=7e-4, warmup_steps=4000, vocab_size=16000),
+        TrainDefaults(lr=7e-4, warmup_steps=4000, vocab_size=16000),
     ),
 }
 

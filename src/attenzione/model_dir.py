@@ -71,7 +71,7 @@ def parameter_count(cfg: ModelConfig) -> int:
     enc = cfg.n_enc_layers * (attn + ffn + 2 * norm)
     dec = cfg.n_dec_layers * (2 * attn + ffn + 3 * norm)
     e = cfg.src_embed_dim or d
-    src = cfg.src_vocab_size * e + (0 if e == d else e * d + d)
+    src = cfg.src_vocab_size * e + (0 if e == d else e * d)  # + projection (no bias)
     tgt = 0 if cfg.share_src_tgt_embeddings else cfg.tgt_vocab_size * d
     gen = 0 if cfg.tie_embeddings else cfg.tgt_vocab_size * d
     learned_pos = cfg.max_len * d if cfg.positions == "learned" else 0

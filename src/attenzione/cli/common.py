@@ -91,10 +91,8 @@ def in_range(low: float, high: float, *, low_open: bool = False) -> Callback:
 
 def given(ctx: typer.Context, name: str) -> bool:
     """Whether the user set parameter ``name`` (on the command line or the environment)."""
-    from click.core import ParameterSource
-
-    source = ctx.get_parameter_source(name)
-    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    source = ctx.get_parameter_source(name)  # typer may carry its own copy of click's enum
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
 def check_argument_text(texts: list[str]) -> None:

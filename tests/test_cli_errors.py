@@ -1,0 +1,214 @@
+"""Every user mistake is one line on stderr and exit status 2 — no traceback, no silent result.
+
+One test per family of mistakes (issue 12's list), each with the command a user would type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from attenzione.cli import app
+from tiny_model import tiny_translator
+from toy_corpus import write_toy_corpus
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "tiny"
+    tiny_translator().save_pretrained(path)
+    return path
+
+
+def _run(args: list[str], input: bytes | str | None = None) -> Result:
+    return CliRunner().invoke(app, args, input=input)
+
+
+def _one_line_error(res: Result, *needles: str) -> None:
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, res.output
+    for needle in needles:
+        assert needle in errors[0], (needle, errors[0])
+
+
+# ---------------------------------------------------------------- broken promise 1: batch size
+@pytest.mark.parametrize("size", ["-1", "0"])
+def test_a_bad_batch_size_is_refused_before_anything_is_written(
+    model: Path, tmp_path: Path, size: str
+) -> None:
+    src = tmp_path / "english.txt"
+    src.write_text("the cat is here\n" * 5)
+    out = tmp_path / "out.txt"
+    res = _run(["translate", "--model", str(model), "--batch-size", size, "-i", str(src)]
+               + ["-o", str(out)])  # fmt: skip
+    _one_line_error(res, "--batch-size must be >= 1", size)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--beam", "0", "--beam must be >= 1"),
+        ("--n-best", "-3", "--n-best must be >= 1"),
+        ("--top-k", "-1", "--top-k must be >= 0"),
+        ("--length-penalty", "-1", "--length-penalty must be >= 0"),
+    ],
+)
+def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
+    model: Path, option: str, value: str, message: str
+) -> None:
+    _one_line_error(_run(["translate", "--model", str(model), option, value, "x"]), message)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sample", "--temperature", "0"], "--temperature must be in (0, inf]"),
+        (["--sample", "--top-p", "1.5"], "--top-p must be in (0, 1]"),
+        (["--temperature", "-2"], "--temperature must be in (0, inf]"),  # bad even without sample
+        (["--temperature", "0.7"], "only apply with --sample"),  # good, but would be ignored
+        (["--top-p", "0.9", "--beam", "2"], "--top-p only apply with --sample"),
+    ],
+)
+def test_sampling_options_are_never_silently_ignored(
+    model: Path, args: list[str], message: str
+) -> None:
+    _one_line_error(_run(["translate", "--model", str(model), *args, "the cat"]), message)
+
+
+# ---------------------------------------------------------------- text that is not UTF-8
+def test_non_utf8_text_is_named_wherever_it_comes_from(model: Path, tmp_path: Path) -> None:
+    base = ["translate", "--model", str(model)]
+    _one_line_error(_run([*base], input=b"the cat\n\xff\xfe dog\n"), "stdin:2", "0xff")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the cat\nthe dog\ncaf\xe9 here\n")
+    _one_line_error(_run([*base, "-i", str(bad)]), f"{bad}:3", "0xe9", "column 4")
+    # an argument that was not UTF-8 reaches Python with a lone surrogate
+    _one_line_error(_run([*base, "the cat", "caf\udce9"]), "argument 2 is not valid UTF-8")
+    _one_line_error(_run(["attention", "--model", str(model), "caf\udce9"]), "not valid UTF-8")
+
+
+# ---------------------------------------------------------------- damaged model directories
+@pytest.mark.parametrize("damage", ["weights", "shapes", "tokenizer", "config", "absurd"])
+def test_a_damaged_model_directory_is_one_line(model: Path, tmp_path: Path, damage: str) -> None:
+    d = tmp_path / "m"
+    shutil.copytree(model, d)
+    cfg = json.loads((d / "config.json").read_text())
+    if damage == "weights":
+        data = (d / "model.safetensors").read_bytes()
+        (d / "model.safetensors").write_bytes(data[: len(data) // 3])
+        expected = "model.safetensors"
+    elif damage == "shapes":
+        cfg["d_model"] = 24
+        (d / "config.json").write_text(json.dumps(cfg))
+        expected = "does not match config.json"
+    elif damage == "tokenizer":
+        (d / "tgt_tokenizer" / "tokenizer.json").write_bytes(os.urandom(64))
+        expected = "tokenizer.json"
+    elif damage == "config":
+        (d / "config.json").write_text('{"d_model": 16')
+        expected = "config.json"
+    else:
+        cfg["d_model"], cfg["d_ff"] = 1_000_000_000, 1_000_000_000
+        (d / "config.json").write_text(json.dumps(cfg))
+        expected = "this machine has"
+    _one_line_error(_run(["translate", "--model", str(d), "the cat"]), expected)
+
+
+def test_a_tokenizer_file_naming_a_path_outside_is_refused(model: Path, tmp_path: Path) -> None:
+    d = tmp_path / "m"
+    shutil.copytree(model, d)
+    (d / "src_tokenizer" / "tokenizer.json").write_text(
+        json.dumps({"type": "sentencepiece", "model": "../../../../../../etc/passwd"})
+    )
+    _one_line_error(_run(["translate", "--model", str(d), "the cat"]), "'model' must be a file")
+
+
+# ---------------------------------------------------------------- outputs checked before work
+def test_outputs_that_cannot_be_written_are_refused_before_the_work(
+    model: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "in.txt"
+    src.write_text("the cat\n")
+    base = ["translate", "--model", str(model), "-i", str(src)]
+    _one_line_error(_run([*base, "-o", str(tmp_path / "nope" / "out.txt")]), "does not exist")
+    _one_line_error(_run([*base, "-o", str(tmp_path)]), "is a directory")
+    tsv = tmp_path / "test.tsv"
+    tsv.write_text("the cat\til gatto\n")
+    res = _run(["evaluate", "--model", str(model), "--data", str(tsv)]
+               + ["--hypotheses", str(tmp_path / "missing" / "h.txt")])  # fmt: skip
+    _one_line_error(res, "--hypotheses", "does not exist")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    _one_line_error(
+        _run(["attention", "--model", str(model), "--out", str(a_file), "the cat"]), "is a file"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
+def test_a_read_only_output_directory_is_refused_before_the_work(
+    model: Path, tmp_path: Path
+) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        res = _run(["translate", "--model", str(model), "-o", str(ro / "o.txt"), "the cat"])
+        _one_line_error(res, "permission denied")
+    finally:
+        ro.chmod(0o755)
+
+
+# ---------------------------------------------------------------- train options
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_toy_corpus(tmp_path_factory.mktemp("corpus") / "toy.tsv")
+
+
+TRAIN = ["--preset", "tiny", "--vocab-size", "48", "--dev-size", "8", "--test-size", "8"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--threads", "-2"], "--threads must be >= 1"),
+        (["--threads", "0"], "--threads must be >= 1"),
+        (["--max-steps", "0"], "--max-steps must be >= 1"),
+        (["--lr", "0"], "--lr must be in (0, inf]"),
+        (["--max-tokens", "3"], "--max-tokens must be >= 16"),
+        (["--device", "tpu"], "device must be 'auto', 'cpu' or 'cuda', got 'tpu'"),
+    ],
+)
+def test_bad_train_options_are_one_line(
+    corpus: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    res = _run(["train", "--data", str(corpus), "--out", str(tmp_path / "r"), *TRAIN, *args])
+    _one_line_error(res, message)
+    assert not (tmp_path / "r" / "data").exists()
+
+
+def test_train_out_pointing_at_a_file_is_one_line(corpus: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "run.txt"
+    a_file.write_text("mine")
+    res = _run(["train", "--data", str(corpus), "--out", str(a_file), *TRAIN, "--max-steps", "1"])
+    _one_line_error(res, "is a file")
+    assert a_file.read_text() == "mine"
+
+
+def test_device_cuda_without_a_gpu_is_one_line(corpus: Path, tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    res = _run(["train", "--data", str(corpus), "--out", str(tmp_path / "r"), *TRAIN]
+               + ["--max-steps", "1", "--device", "cuda"])  # fmt: skip
+    _one_line_error(res, "no CUDA GPU")

@@ -294,8 +294,14 @@ def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
         "--no-progress",
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # --max-steps a multiple of --eval-every: the end of the run must not evaluate again on
+    # one rank only (it used to: rank 1 entered the final collective alone and crashed)
     first = subprocess.run(
-        [*base, "--max-steps", "6"], capture_output=True, text=True, env=env, timeout=240
+        [*base, "--max-steps", "6", "--eval-every", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
     )
     assert first.returncode == 0, first.stderr[-3000:]
     second = subprocess.run(
@@ -310,7 +316,7 @@ def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
     assert info["step"] == 10
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     evals = [r["step"] for r in records if "dev_bleu" in r]
-    assert evals == [6, 10]  # one writer: each evaluation logged exactly once
+    assert evals == [3, 6, 9, 10]  # one writer: each evaluation logged exactly once
 
 
 def test_sigterm_saves_last_and_the_run_resumes(corpus: Path, tmp_path: Path) -> None:

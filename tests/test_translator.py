@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,48 @@ def test_precisions_load_and_translate(translator: Translator, tmp_path: Path) -
         app, ["translate", "--model", str(tmp_path / "m"), "--precision", "fp8", "hello"]
     )
     assert res.exit_code == 2 and "precision must be one of" in res.output
+
+
+def test_translate_iter_streams_in_input_order(translator: Translator) -> None:
+    """Output arrives chunk by chunk, before the input is exhausted, in input order."""
+    texts = ["the cat is here today", "", "the big dog", "the old house is there", "cat"] * 3
+    consumed: list[int] = []
+
+    def lines() -> Iterator[str]:
+        for i, t in enumerate(texts):
+            consumed.append(i)
+            yield t
+
+    stream = translator.translate_iter(lines(), batch_size=2, chunk=4)
+    first = next(stream)
+    assert len(consumed) <= 5  # one chunk (and the look-ahead that ends it), not all 15
+    rest = list(stream)
+    assert [first, *rest] == translator.translate(texts, beam=4, batch_size=2)
+
+
+def test_translate_rejects_a_bad_batch_size(translator: Translator) -> None:
+    for size in (0, -1):
+        with pytest.raises(ValueError, match="batch_size must be >= 1"):
+            translator.translate(["the cat"], batch_size=size)
+
+
+def test_attention_refuses_a_sentence_longer_than_the_model_reads(translator: Translator) -> None:
+    """It used to cut the source (and its <eos>), showing an input translate() never sees."""
+    long = "the old dog " * 10
+    assert len(translator.encode_source(long)) > translator.max_src_tokens
+    with pytest.raises(ValueError, match="reads at most"):
+        translator.attention(long)
+
+
+def test_cli_output_file_is_written_as_it_goes(translator: Translator, tmp_path: Path) -> None:
+    translator.save_pretrained(tmp_path / "m")
+    src = tmp_path / "in.txt"
+    texts = ["the cat is here today", "", "the big dog"] * 3
+    src.write_text("\n".join(texts) + "\n")
+    out = tmp_path / "out.txt"
+    res = CliRunner().invoke(
+        app, ["translate", "--model", str(tmp_path / "m"), "-i", str(src), "-o", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert out.read_text().splitlines() == translator.translate(texts)
+    assert f"wrote 9 translations to {out}" in res.output

@@ -320,3 +320,39 @@ def test_viewer_in_headless_chromium(maps: AttentionMaps, tmp_path: Path) -> Non
         assert errors == [], errors
     finally:
         driver.quit()
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_explain_head_works_at_every_precision(precision: str) -> None:
+    """The maps carry plain tensors (q/k/v, W^O dequantized), so the int8 model — whose
+    out_proj has no float weight — is explained like the fp32 one, and matches itself."""
+    from attenzione.precision import for_inference
+
+    base = _translator()
+    fast = Translator(
+        for_inference(base.model, precision),
+        base.src_tokenizer,
+        base.tgt_tokenizer,
+        info={"max_src_tokens": 30},
+    )
+    maps = fast.attention("the old dog is there today", "il cane vecchio è lì")
+    tol = 2e-2 if precision == "bf16" else 1e-5  # bf16 weights come back through bf16 math
+    for kind in KINDS:
+        ex = explain_head(maps, kind, 1, 2, 1)
+        assert ex.max_abs_difference < tol, (kind, ex.max_abs_difference)
+        assert ex.projected.shape == (20,) and torch.isfinite(ex.projected).all()
+
+
+def test_maps_are_plain_data_and_masks_are_the_models(
+    translator: Translator, maps: AttentionMaps
+) -> None:
+    """No live model inside; the masks drawn are the ones the model applied (masks.py's)."""
+    from attenzione import masks as M
+
+    assert not any(isinstance(v, torch.nn.Module) for v in vars(maps).values())
+    src = torch.tensor([translator.encode_source("the red cat is here today")])
+    tgt_ids = translator.tgt_tokenizer.encode("il gatto rosso è qui oggi")
+    tgt = torch.tensor([[translator.model.config.bos_id, *tgt_ids]])
+    assert torch.equal(maps.encoder_mask, M.pairwise_padding_mask(src, 0)[0, 0])
+    assert torch.equal(maps.decoder_mask, M.decoder_self_mask(tgt, 0)[0, 0])
+    assert torch.equal(maps.cross_mask, M.cross_mask(tgt, src, 0)[0, 0])

@@ -59,7 +59,16 @@ from attenzione.translator import Translator
 
 # What --resume takes from the command line; every other field is the run's own.
 RESUME_MAY_CHANGE = frozenset(
-    {"out", "epochs", "max_steps", "max_minutes", "progress", "num_threads", "device", "attribution"}
+    {
+        "out",
+        "epochs",
+        "max_steps",
+        "max_minutes",
+        "progress",
+        "num_threads",
+        "device",
+        "attribution",
+    }
 )
 LOG_EVERY = 50  # steps between train-loss records
 

@@ -1,0 +1,166 @@
+"""Run directories across versions and interruptions: resume, metrics, settings, attribution."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attenzione import model_dir
+from attenzione.cli import app
+from attenzione.config import TrainConfig
+from attenzione.data.attribution import TATOEBA, corpus_attribution
+from attenzione.training.run_state import MetricsLog, Progress
+from attenzione.training.step import resolve_device
+from attenzione.training.trainer import train
+from toy_corpus import toy_pairs, write_toy_corpus
+
+QUIET = {"log": lambda *a, **k: None}
+
+
+def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
+    base: dict[str, object] = dict(
+        data=str(corpus),
+        out=str(out),
+        preset="tiny",
+        vocab_size=48,
+        max_tokens=400,
+        lr=3e-3,
+        warmup_steps=30,
+        dev_size=8,
+        test_size=8,
+        dev_bleu_sentences=4,
+        eval_every=10,
+        progress=False,
+        seed=3,
+        num_threads=1,
+        device="cpu",
+    )
+    base.update(kw)
+    return TrainConfig(**base)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_toy_corpus(tmp_path_factory.mktemp("corpus") / "toy.tsv")
+
+
+def _records(run: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_run_written_by_the_earlier_code_resumes(corpus: Path, tmp_path: Path) -> None:
+    """The pre-issue-12 layout, rebuilt by hand: training_state.pt's progress without
+    last_eval_step, train_config.json without the new fields, Tatoeba credited in info.json."""
+    run = tmp_path / "old"
+    train(_cfg(corpus, run, max_steps=10), **QUIET)
+    last = run / "last"
+    state = torch.load(last / model_dir.STATE_NAME, weights_only=True)
+    del state["progress"]["last_eval_step"]
+    torch.save(state, last / model_dir.STATE_NAME)
+    saved = json.loads((last / model_dir.TRAIN_CONFIG_NAME).read_text())
+    for new_field in ("device", "attribution"):
+        del saved[new_field]
+    (last / model_dir.TRAIN_CONFIG_NAME).write_text(json.dumps(saved))
+    logged: list[str] = []
+    train(_cfg(corpus, run, max_steps=15), resume=True, log=logged.append)
+    assert any("resumed" in m and "at step 10" in m for m in logged)
+    evals = [r["step"] for r in _records(run) if "dev_bleu" in r]
+    assert evals == [10, 15]  # step 10 was evaluated before: not again
+    assert json.loads((run / "last" / "info.json").read_text())["step"] == 15
+
+
+def test_a_resumed_run_does_not_log_a_step_twice(corpus: Path, tmp_path: Path) -> None:
+    """A kill after the evaluation of step 20 was logged but before last/ was saved: the
+    resumed run evaluates step 20 again, and the log keeps one record of it."""
+    run = tmp_path / "dup"
+    train(_cfg(corpus, run, max_steps=10), **QUIET)
+    log = MetricsLog(run)
+    log.append({"step": 11, "epoch": 1, "train_loss": 9.0})
+    log.append({"step": 20, "epoch": 2, "dev_loss": 9.0, "dev_bleu": 0.0, "dev_chrf": 0.0})
+    with open(log.path, "a") as f:
+        f.write('{"step": 2')  # a line cut short by the kill
+    train(_cfg(corpus, run, max_steps=20), resume=True, **QUIET)
+    records = _records(run)
+    evals = [r["step"] for r in records if "dev_bleu" in r]
+    assert evals == [10, 20]
+    assert all(r["dev_loss"] != 9.0 for r in records if "dev_loss" in r)
+
+
+def test_resume_says_which_requested_settings_it_keeps(corpus: Path, tmp_path: Path) -> None:
+    run = tmp_path / "keep"
+    args = ["train", "--data", str(corpus), "--out", str(run), "--preset", "tiny"]
+    args += ["--vocab-size", "48", "--dev-size", "8", "--test-size", "8", "--no-progress"]
+    args += ["--threads", "1", "--device", "cpu"]
+    res = CliRunner().invoke(app, [*args, "--max-steps", "2"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(
+        app, [*args, "--max-steps", "3", "--resume", "--preset", "small", "--lr", "0.05"]
+    )
+    assert res.exit_code == 0, res.output
+    kept = [line for line in res.output.splitlines() if "--resume keeps" in line]
+    assert len(kept) == 1
+    assert "preset='tiny' (asked: 'small')" in kept[0] and "lr=" in kept[0]
+    assert "vocab_size" not in kept[0]  # given, but unchanged: nothing to report
+    cfg = TrainConfig.load(run / "last" / model_dir.TRAIN_CONFIG_NAME)
+    assert cfg.preset == "tiny" and cfg.max_steps == 3
+
+
+def test_a_moses_prefix_trains_from_the_command_line(tmp_path: Path) -> None:
+    """The README's ``--data PREFIX`` with PREFIX.en + PREFIX.it (once refused by the CLI)."""
+    pairs = toy_pairs()
+    (tmp_path / "toy.en").write_text("".join(s + "\n" for s, _ in pairs))
+    (tmp_path / "toy.it").write_text("".join(t + "\n" for _, t in pairs))
+    res = CliRunner().invoke(
+        app,
+        ["train", "--data", str(tmp_path / "toy"), "--out", str(tmp_path / "r")]
+        + ["--preset", "tiny", "--vocab-size", "48", "--dev-size", "8", "--test-size", "8"]
+        + ["--max-steps", "2", "--no-progress", "--threads", "1", "--device", "cpu"],
+    )
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "r" / "last" / "model.safetensors").is_file()
+
+
+def test_attribution_comes_from_the_corpus_or_the_user(corpus: Path, tmp_path: Path) -> None:
+    assert corpus_attribution(corpus) is None  # two columns: nobody to credit
+    anki = tmp_path / "ita.txt"
+    anki.write_text(
+        "".join(
+            f"{s}\t{t}\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i} (alice)\n"
+            for i, (s, t) in enumerate(toy_pairs())
+        )
+    )
+    assert corpus_attribution(anki) == TATOEBA
+    run = tmp_path / "anki"
+    train(_cfg(anki, run, max_steps=1), **QUIET)
+    assert json.loads((run / "last" / "info.json").read_text())["attribution"] == TATOEBA
+    mine = tmp_path / "mine"
+    train(_cfg(corpus, mine, max_steps=1, attribution="My own sentences, CC0."), **QUIET)
+    info = json.loads((mine / "last" / "info.json").read_text())
+    assert info["attribution"] == "My own sentences, CC0."
+
+
+def test_progress_reads_the_state_of_earlier_versions() -> None:
+    old = {"step": 30, "epoch": 2, "batch_in_epoch": 1, "best_bleu": 1.0}
+    old |= {"evals_without_gain": 0, "train_seconds": 3.0}
+    old["history"] = json.dumps([{"step": 10, "dev_bleu": 1.0}, {"step": 20, "dev_bleu": 0.5}])
+    prog = Progress.from_state(old)
+    assert prog.last_eval_step == 20 and prog.step == 30
+    assert Progress.from_state(prog.to_state()) == prog
+
+
+def test_device_choice() -> None:
+    assert resolve_device("cpu").type == "cpu"
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_runs_on_the_gpu(corpus: Path, tmp_path: Path) -> None:
+    run = tmp_path / "gpu"
+    train(_cfg(corpus, run, max_steps=3, device="cuda"), **QUIET)
+    train(_cfg(corpus, run, max_steps=5, device="cuda"), resume=True, **QUIET)
+    assert json.loads((run / "last" / "info.json").read_text())["step"] == 5

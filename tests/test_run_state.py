@@ -164,3 +164,24 @@ def test_training_runs_on_the_gpu(corpus: Path, tmp_path: Path) -> None:
     train(_cfg(corpus, run, max_steps=3, device="cuda"), **QUIET)
     train(_cfg(corpus, run, max_steps=5, device="cuda"), resume=True, **QUIET)
     assert json.loads((run / "last" / "info.json").read_text())["step"] == 5
+
+
+def test_a_run_directory_follows_the_umask(corpus: Path, tmp_path: Path) -> None:
+    """Checkpoints and splits used to be 0600/0700 whatever the umask said."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        run = tmp_path / "modes"
+        train(_cfg(corpus, run, max_steps=1), **QUIET)
+    finally:
+        os.umask(old)
+
+    def mode(p: Path) -> int:
+        return stat.S_IMODE(p.stat().st_mode)
+
+    assert mode(run / "data" / "train.tsv") == 0o644
+    assert mode(run / "last") == 0o755 and mode(run / "best") == 0o755
+    for name in ("model.safetensors", "training_state.pt", "train_config.json", "info.json"):
+        assert mode(run / "last" / name) == 0o644, name

@@ -60,7 +60,7 @@ def user_errors() -> Iterator[None]:
 
 
 def _name(param: typer.CallbackParam) -> str:
-    return max(param.opts, key=len) if param.opts else str(param.name)
+    return param.opts[0] if param.opts else str(param.name)  # the flag as the help lists it
 
 
 def at_least(minimum: float) -> Callback:

@@ -9,8 +9,8 @@ import typer
 
 from attenzione.cli.common import at_least, given, in_range, user_errors
 
-# CLI parameters whose TrainConfig field has another name; the others share theirs.
-FIELD_OF = {"threads": "num_threads", "no_progress": "progress"}
+# CLI parameters that set several TrainConfig fields; the others set the field of their name.
+FIELDS_OF = {"data": {"data", "data_weight", "extra_data"}}
 
 
 def train(
@@ -131,8 +131,12 @@ def train(
         None, help="GloVe text file for the glove50 preset (default: the packaged 6B 50d)."
     ),
     freeze_embeddings: bool = typer.Option(False, help="Keep the GloVe source embeddings fixed."),
-    threads: int | None = typer.Option(
-        None, help="torch threads (default: torch's choice).", callback=at_least(1)
+    num_threads: int | None = typer.Option(
+        None,
+        "--threads",
+        "--num-threads",
+        help="torch threads (default: torch's choice).",
+        callback=at_least(1),
     ),
     device: str = typer.Option(
         "auto", help="auto (a GPU if there is one), cpu or cuda: where model and batches live."
@@ -142,7 +146,7 @@ def train(
         help="Whom info.json credits for the data (default: what the corpora say, e.g. "
         "Tatoeba's third column; none if they say nothing).",
     ),
-    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar."),
 ) -> None:
     """Train an English→Italian (or any pair) model on a parallel corpus."""
     with user_errors():
@@ -193,15 +197,15 @@ def train(
             vocab_size=vocab_size if vocab_size is not None else defaults.vocab_size,
             glove=str(glove) if glove else None,
             freeze_embeddings=freeze_embeddings,
-            num_threads=threads,
+            num_threads=num_threads,
             device=device,
             attribution=attribution,
-            progress=not no_progress,
+            progress=progress,
         )
         # what the user really set: --resume reports the ones the run keeps instead
-        explicit = {FIELD_OF.get(name, name) for name in ctx.params if given(ctx, name)}
-        if "data" in explicit:
-            explicit |= {"data_weight", "extra_data"}
+        explicit = set().union(
+            *(FIELDS_OF.get(name, {name}) for name in ctx.params if given(ctx, name))
+        )
         summary = run_training(
             cfg, resume=resume, log=lambda m: typer.echo(m, err=True), explicit=explicit
         )

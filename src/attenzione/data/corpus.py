@@ -9,15 +9,15 @@ line-level split would put "Run!"→"Corri!" in train and "Run!"→"Corra!" in d
 from __future__ import annotations
 
 import gzip
-import os
 import random
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from attenzione import atomic
 
 Pair = tuple[str, str]
 _WS = re.compile(r"\s+")
@@ -231,20 +231,16 @@ def split_by_sentence(pairs: list[Pair], *, dev_size: int, test_size: int, seed:
 
 
 def write_pairs(pairs: Iterable[Pair], path: str | Path) -> Path:
-    """Write a 2-column TSV (gzip for .gz) atomically: temp file, then rename."""
+    """Write a 2-column TSV (gzip for .gz) atomically, with the modes the umask asks for."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        data = "".join(f"{s}\t{t}\n" for s, t in pairs).encode("utf-8")
+    data = "".join(f"{s}\t{t}\n" for s, t in pairs).encode("utf-8")
+
+    def write(tmp: Path) -> None:
         if path.suffix == ".gz":
             with gzip.open(tmp, "wb") as f:
                 f.write(data)
         else:
-            Path(tmp).write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+            tmp.write_bytes(data)
+
+    return atomic.write_file(path, write)

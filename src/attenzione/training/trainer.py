@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import fields
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +31,13 @@ import torch.distributed as dist
 from torch import nn
 
 from attenzione import model_dir
-from attenzione.config import ModelConfig, TrainConfig
+from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
-from attenzione.model import Transformer
 from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.dev_eval import dev_loss, dev_scores
-from attenzione.training.presets import Preset, get_preset
+from attenzione.training.presets import get_preset
 from attenzione.training.run_state import (
     MetricsLog,
     Progress,
@@ -49,6 +45,7 @@ from attenzione.training.run_state import (
     training_state,
 )
 from attenzione.training.schedule import inverse_sqrt_lr
+from attenzione.training.setup import build_model, dist_info, graceful_signals, resumed_config
 from attenzione.training.step import (
     MetricsWindow,
     process_group_backend,
@@ -57,75 +54,7 @@ from attenzione.training.step import (
 )
 from attenzione.translator import Translator
 
-# What --resume takes from the command line; every other field is the run's own.
-RESUME_MAY_CHANGE = frozenset(
-    {
-        "out",
-        "epochs",
-        "max_steps",
-        "max_minutes",
-        "progress",
-        "num_threads",
-        "device",
-        "attribution",
-    }
-)
 LOG_EVERY = 50  # steps between train-loss records
-
-
-def _dist_info() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:
-    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``.
-
-    The special-token ids come from the tokenizers, so the model and its tokenizers always
-    agree on what ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` are.
-    """
-    kwargs = dict(preset.model)
-    glove = None
-    if preset.tokenizer == "glove-word":
-        from attenzione.data import embedding_matrix, load_glove
-
-        glove = load_glove(cfg.glove)
-        kwargs["d_model"] = glove.dim  # seed 000: d_model is the GloVe size
-    tok = data.tgt_tok
-    mcfg = ModelConfig(
-        src_vocab_size=data.src_tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        pad_id=tok.pad_id,
-        bos_id=tok.bos_id,
-        eos_id=tok.eos_id,
-        unk_id=tok.unk_id,
-        **kwargs,
-    )
-    model = model_dir.build_model(mcfg, f"preset {preset.name!r}")
-    if glove is not None:
-        matrix, coverage = embedding_matrix(glove, data.src_tok, seed=cfg.seed)
-        model.src_embed.load_pretrained(matrix, freeze=cfg.freeze_embeddings)
-        data.notes.append(str(coverage))
-    return model
-
-
-def resumed_config(
-    given: TrainConfig, saved: TrainConfig, explicit: set[str] | None
-) -> tuple[TrainConfig, list[str]]:
-    """The config a resumed run continues with, and a note for each request it ignores.
-
-    ``explicit``: the fields the user actually set (the CLI knows); None compares them all.
-    """
-    merged = saved.to_dict()
-    notes = []
-    for f in fields(TrainConfig):
-        new, old = getattr(given, f.name), getattr(saved, f.name)
-        if f.name in RESUME_MAY_CHANGE:
-            merged[f.name] = new
-        elif new != old and (explicit is None or f.name in explicit):
-            notes.append(f"{f.name}={old!r} (asked: {new!r})")
-    return TrainConfig.from_dict(merged), notes
 
 
 class Trainer:
@@ -140,7 +69,7 @@ class Trainer:
         explicit: set[str] | None = None,
     ) -> None:
         self.signalled = ""  # the name of a stop signal received during train()
-        self.rank, self.world = _dist_info()
+        self.rank, self.world = dist_info()
         self.log = log if self.rank == 0 else (lambda *a, **k: None)
         self.run_dir = Path(cfg.out)
         if self.run_dir.exists() and not self.run_dir.is_dir():
@@ -343,32 +272,12 @@ class Trainer:
             return f"reached max_minutes={cfg.max_minutes}"
         return None
 
-    @contextmanager
-    def _graceful_signals(self) -> Iterator[None]:
-        """SIGTERM / SIGINT finish the current step, save ``last/`` and stop (resumable)."""
-        self.signalled = ""
-
-        def handler(signum: int, _frame: Any) -> None:
-            self.signalled = signal.Signals(signum).name
-
-        previous = {}
-        try:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-
     def train(self) -> dict[str, Any]:
         """Train until a stop condition; returns a summary (also the last history record)."""
         cfg = self.cfg
         if cfg.max_steps is None and cfg.epochs is None and cfg.max_minutes is None:
             raise ValueError("give a stop condition: --epochs, --max-steps or --max-minutes")
-        with self._graceful_signals():
+        with graceful_signals(self._on_signal):
             reason = self._loop()
         p = self.progress
         if reason.startswith("interrupted"):  # a signal asks for a quick exit: evaluate later
@@ -451,6 +360,9 @@ class Trainer:
                 reason = reason or self._stop_reason(started)
         bar.close()
         return reason
+
+    def _on_signal(self, name: str) -> None:
+        self.signalled = name
 
     def _plot(self) -> None:
         from attenzione.training.plots import plot_curves

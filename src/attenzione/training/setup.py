@@ -1,0 +1,113 @@
+"""Setting a run up: its model, the config a resumed run continues with, signals, ranks.
+
+Kept apart from the loop (:mod:`attenzione.training.trainer`) because each piece answers a
+question asked once per invocation — which model, which settings, which process am I —
+while the loop answers "what happens at this step".
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
+from typing import Any
+
+import torch.distributed as dist
+
+from attenzione import model_dir
+from attenzione.config import ModelConfig, TrainConfig
+from attenzione.model import Transformer
+from attenzione.training.data_prep import PreparedData
+from attenzione.training.presets import Preset
+
+# What --resume takes from the command line; every other field is the run's own.
+RESUME_MAY_CHANGE = frozenset(
+    {
+        "out",
+        "epochs",
+        "max_steps",
+        "max_minutes",
+        "progress",
+        "num_threads",
+        "device",
+        "attribution",
+    }
+)
+LOG_EVERY = 50  # steps between train-loss records
+
+
+def dist_info() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:
+    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``.
+
+    The special-token ids come from the tokenizers, so the model and its tokenizers always
+    agree on what ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` are.
+    """
+    kwargs = dict(preset.model)
+    glove = None
+    if preset.tokenizer == "glove-word":
+        from attenzione.data import embedding_matrix, load_glove
+
+        glove = load_glove(cfg.glove)
+        kwargs["d_model"] = glove.dim  # seed 000: d_model is the GloVe size
+    tok = data.tgt_tok
+    mcfg = ModelConfig(
+        src_vocab_size=data.src_tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        pad_id=tok.pad_id,
+        bos_id=tok.bos_id,
+        eos_id=tok.eos_id,
+        unk_id=tok.unk_id,
+        **kwargs,
+    )
+    model = model_dir.build_model(mcfg, f"preset {preset.name!r}")
+    if glove is not None:
+        matrix, coverage = embedding_matrix(glove, data.src_tok, seed=cfg.seed)
+        model.src_embed.load_pretrained(matrix, freeze=cfg.freeze_embeddings)
+        data.notes.append(str(coverage))
+    return model
+
+
+def resumed_config(
+    given: TrainConfig, saved: TrainConfig, explicit: set[str] | None
+) -> tuple[TrainConfig, list[str]]:
+    """The config a resumed run continues with, and a note for each request it ignores.
+
+    ``explicit``: the fields the user actually set (the CLI knows); None compares them all.
+    """
+    merged = saved.to_dict()
+    notes = []
+    for f in fields(TrainConfig):
+        new, old = getattr(given, f.name), getattr(saved, f.name)
+        if f.name in RESUME_MAY_CHANGE:
+            merged[f.name] = new
+        elif new != old and (explicit is None or f.name in explicit):
+            notes.append(f"{f.name}={old!r} (asked: {new!r})")
+    return TrainConfig.from_dict(merged), notes
+
+
+@contextmanager
+def graceful_signals(on_signal: Callable[[str], None]) -> Iterator[None]:
+    """While active, SIGTERM / SIGINT call ``on_signal(name)`` instead of killing the process,
+    so the loop can finish its step, save ``last/`` and stop (resumable)."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        on_signal(signal.Signals(signum).name)
+
+    previous = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -212,3 +212,7 @@ def test_device_cuda_without_a_gpu_is_one_line(corpus: Path, tmp_path: Path) -> 
     res = _run(["train", "--data", str(corpus), "--out", str(tmp_path / "r"), *TRAIN]
                + ["--max-steps", "1", "--device", "cuda"])  # fmt: skip
     _one_line_error(res, "no CUDA GPU")
+
+
+def test_embeddings_k_is_checked_where_it_is_parsed() -> None:
+    _one_line_error(_run(["embeddings", "nearest", "king", "-k", "0"]), "-k must be >= 1")

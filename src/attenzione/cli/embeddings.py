@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from attenzione.cli.common import fail, user_errors
+from attenzione.cli.common import at_least, fail, user_errors
 
 app = typer.Typer(
     help="Explore word embeddings (GloVe 6B 50d by default; --glove PATH for another file).",
@@ -38,7 +38,7 @@ def _lookup_errors() -> Any:
 @app.command()
 def nearest(
     word: str = typer.Argument(..., help="The word whose neighbours to list."),
-    k: int = typer.Option(10, "-k", help="How many neighbours."),
+    k: int = typer.Option(10, "-k", help="How many neighbours.", callback=at_least(1)),
     glove: Path | None = GLOVE_OPTION,
 ) -> None:
     """The k words most similar to WORD (cosine similarity)."""
@@ -54,7 +54,7 @@ def analogy(
     a: str = typer.Argument(..., help="e.g. king"),
     b: str = typer.Argument(..., help="e.g. man"),
     c: str = typer.Argument(..., help="e.g. woman"),
-    k: int = typer.Option(5, "-k", help="How many answers."),
+    k: int = typer.Option(5, "-k", help="How many answers.", callback=at_least(1)),
     glove: Path | None = GLOVE_OPTION,
 ) -> None:
     """Words closest to A − B + C (king − man + woman ≈ queen)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -150,58 +151,9 @@ def train(
 ) -> None:
     """Train an English→Italian (or any pair) model on a parallel corpus."""
     with user_errors():
-        from attenzione.config import TrainConfig
-        from attenzione.data.mixing import CorpusSpec
-        from attenzione.training.presets import get_preset
         from attenzione.training.trainer import train as run_training
 
-        p = get_preset(preset)
-        defaults = p.train
-        primary = CorpusSpec.parse(data[0])
-        off = no_clean
-        cfg = TrainConfig(
-            data=primary.path,
-            data_weight=primary.weight,
-            extra_data=tuple(str(CorpusSpec.parse(d)) for d in data[1:]),
-            exclude=tuple(str(e) for e in exclude),
-            extra_dev=tuple(extra_dev),
-            clean_max_words=None if off or clean_max_words <= 0 else clean_max_words,
-            clean_max_ratio=None if off or clean_max_ratio <= 0 else clean_max_ratio,
-            clean_placeholders=clean_placeholders and not off,
-            clean_identical_min_words=None
-            if off or clean_identical_min_words <= 0
-            else clean_identical_min_words,
-            clean_untranslated=clean_untranslated and not off,
-            strip_accelerators=strip_accelerators and not off,
-            number_augment=number_augment
-            if number_augment is not None
-            else defaults.number_augment,
-            split_digits=split_digits if split_digits is not None else defaults.split_digits,
-            byte_fallback=byte_fallback if byte_fallback is not None else defaults.byte_fallback,
-            tokenizer_sample=defaults.tokenizer_sample,
-            out=str(out),
-            preset=preset,
-            epochs=epochs,
-            max_steps=max_steps,
-            max_minutes=max_minutes,
-            seed=seed,
-            max_tokens=max_tokens,
-            lr=lr if lr is not None else defaults.lr,
-            warmup_steps=warmup_steps if warmup_steps is not None else defaults.warmup_steps,
-            bf16=bf16,
-            eval_every=eval_every,
-            patience=patience,
-            dev_size=dev_size,
-            test_size=test_size,
-            skip_bad_lines=skip_bad_lines,
-            vocab_size=vocab_size if vocab_size is not None else defaults.vocab_size,
-            glove=str(glove) if glove else None,
-            freeze_embeddings=freeze_embeddings,
-            num_threads=num_threads,
-            device=device,
-            attribution=attribution,
-            progress=progress,
-        )
+        cfg = train_config(ctx.params)
         # what the user really set: --resume reports the ones the run keeps instead
         explicit = set().union(
             *(FIELDS_OF.get(name, {name}) for name in ctx.params if given(ctx, name))
@@ -216,3 +168,41 @@ def train(
             typer.echo(
                 f"dev BLEU (greedy) {summary['dev_bleu']:.2f}  chrF {summary['dev_chrf']:.2f}"
             )
+
+
+# Parameters that are not TrainConfig fields (or need translating into them).
+NOT_FIELDS = {"resume", "no_clean", "data", "exclude", "glove", "out"}
+CLEANING = ("clean_max_words", "clean_max_ratio", "clean_identical_min_words")
+SWITCHES = ("clean_placeholders", "clean_untranslated", "strip_accelerators")
+
+
+def train_config(params: dict[str, Any]) -> Any:
+    """The TrainConfig the parameters describe: each sets the field of its name; an option
+    left unset (None) takes the preset's recommendation, then TrainConfig's own default."""
+    from dataclasses import asdict, fields
+
+    from attenzione.config import TrainConfig
+    from attenzione.data.mixing import CorpusSpec
+    from attenzione.training.presets import get_preset
+
+    names = {f.name for f in fields(TrainConfig)}
+    values = {k: v for k, v in params.items() if k in names and k not in NOT_FIELDS}
+    for name, recommended in asdict(get_preset(params["preset"]).train).items():
+        if values.get(name) is None:
+            values[name] = recommended
+    off = params["no_clean"]
+    for name in CLEANING:  # 0 (or --no-clean) switches a threshold filter off
+        values[name] = None if off or values[name] <= 0 else values[name]
+    for name in SWITCHES:
+        values[name] = values[name] and not off
+    primary = CorpusSpec.parse(params["data"][0])
+    values.update(
+        data=primary.path,
+        data_weight=primary.weight,
+        extra_data=tuple(str(CorpusSpec.parse(d)) for d in params["data"][1:]),
+        exclude=tuple(str(e) for e in params["exclude"]),
+        extra_dev=tuple(params["extra_dev"]),
+        glove=str(params["glove"]) if params["glove"] else None,
+        out=str(params["out"]),
+    )
+    return TrainConfig(**values)

@@ -107,6 +107,15 @@ def test_resume_says_which_requested_settings_it_keeps(corpus: Path, tmp_path: P
     assert "vocab_size" not in kept[0]  # given, but unchanged: nothing to report
     cfg = TrainConfig.load(run / "last" / model_dir.TRAIN_CONFIG_NAME)
     assert cfg.preset == "tiny" and cfg.max_steps == 3
+    # --resume needs no --data: the run keeps its prepared data and its corpora's names
+    res = CliRunner().invoke(
+        app, ["train", "--out", str(run), "--resume", "--max-steps", "4", "--no-progress"]
+    )
+    assert res.exit_code == 0, res.output
+    cfg = TrainConfig.load(run / "last" / model_dir.TRAIN_CONFIG_NAME)
+    assert cfg.data == str(corpus) and cfg.max_steps == 4
+    res = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "new"), "--max-steps", "1"])
+    assert res.exit_code == 2 and "--data" in res.output
 
 
 def test_a_moses_prefix_trains_from_the_command_line(tmp_path: Path) -> None:

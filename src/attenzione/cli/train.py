@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from attenzione.cli.common import at_least, given, in_range, user_errors
+from attenzione.cli.common import at_least, fail, given, in_range, user_errors
 
 # CLI parameters that set several TrainConfig fields; the others set the field of their name.
 FIELDS_OF = {"data": {"data", "data_weight", "extra_data"}}
@@ -17,11 +17,12 @@ FIELDS_OF = {"data": {"data", "data_weight", "extra_data"}}
 def train(
     ctx: typer.Context,
     data: list[str] = typer.Option(
-        ...,
+        [],
         "--data",
         help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix; "
         "PATH:WEIGHT repeats it WEIGHT times an epoch (0.5 keeps half). Repeat --data for "
-        "several corpora: dev/test are split from the first.",
+        "several corpora: dev/test are split from the first. Not needed with --resume (the "
+        "run keeps its prepared data).",
     ),
     exclude: list[Path] = typer.Option(
         [],
@@ -153,6 +154,9 @@ def train(
     with user_errors():
         from attenzione.training.trainer import train as run_training
 
+        if not data and not resume:
+            fail("give the corpus to train on with --data PATH (repeatable)")
+
         cfg = train_config(ctx.params)
         # what the user really set: --resume reports the ones the run keeps instead
         explicit = set().union(
@@ -195,11 +199,13 @@ def train_config(params: dict[str, Any]) -> Any:
         values[name] = None if off or values[name] <= 0 else values[name]
     for name in SWITCHES:
         values[name] = values[name] and not off
-    primary = CorpusSpec.parse(params["data"][0])
+    # --resume without --data: the run's own corpora are kept (the placeholder is replaced)
+    corpora = params["data"] or ["(the run's corpus)"]
+    primary = CorpusSpec.parse(corpora[0])
     values.update(
         data=primary.path,
         data_weight=primary.weight,
-        extra_data=tuple(str(CorpusSpec.parse(d)) for d in params["data"][1:]),
+        extra_data=tuple(str(CorpusSpec.parse(d)) for d in corpora[1:]),
         exclude=tuple(str(e) for e in params["exclude"]),
         extra_dev=tuple(params["extra_dev"]),
         glove=str(params["glove"]) if params["glove"] else None,

@@ -194,3 +194,12 @@ def test_a_run_directory_follows_the_umask(corpus: Path, tmp_path: Path) -> None
     assert mode(run / "last") == 0o755 and mode(run / "best") == 0o755
     for name in ("model.safetensors", "training_state.pt", "train_config.json", "info.json"):
         assert mode(run / "last" / name) == 0o644, name
+
+
+def test_attribution_of_a_weighted_extra_corpus(corpus: Path, tmp_path: Path) -> None:
+    """Extra corpora are stored as PATH:WEIGHT; their credits are still read."""
+    anki = tmp_path / "anki.tsv"
+    anki.write_text("Hi.\tCiao.\tCC-BY 2.0 (France) Attribution: tatoeba.org #1 (a)\n")
+    run = tmp_path / "mixed"
+    train(_cfg(corpus, run, max_steps=1, extra_data=(f"{anki}:2",)), **QUIET)
+    assert json.loads((run / "last" / "info.json").read_text())["attribution"] == TATOEBA

@@ -34,16 +34,12 @@ from attenzione import model_dir
 from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
+from attenzione.data.mixing import CorpusSpec
 from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.dev_eval import dev_loss, dev_scores
 from attenzione.training.presets import get_preset
-from attenzione.training.run_state import (
-    MetricsLog,
-    Progress,
-    restore_rng,
-    training_state,
-)
+from attenzione.training.run_state import MetricsLog, Progress, restore_rng, training_state
 from attenzione.training.schedule import inverse_sqrt_lr
 from attenzione.training.setup import build_model, dist_info, graceful_signals, resumed_config
 from attenzione.training.step import (
@@ -94,7 +90,8 @@ class Trainer:
             self.data.notes.append(f"--bf16: {bf16_note}")
         for note in self.data.notes:  # after the model: GloVe coverage is one of them
             self.log(note)
-        self.attribution = run_attribution([cfg.data, *cfg.extra_data], cfg.attribution)
+        corpora = [cfg.data, *(CorpusSpec.parse(c).path for c in cfg.extra_data)]
+        self.attribution = run_attribution(corpora, cfg.attribution)
         self.progress = Progress()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(

@@ -185,6 +185,8 @@ TRAIN = ["--preset", "tiny", "--vocab-size", "48", "--dev-size", "8", "--test-si
         (["--max-steps", "0"], "--max-steps must be >= 1"),
         (["--lr", "0"], "--lr must be in (0, inf]"),
         (["--max-tokens", "3"], "--max-tokens must be >= 16"),
+        (["--clean-max-words", "-5"], "--clean-max-words must be >= 0"),
+        (["--number-augment", "1.5"], "--number-augment must be in [0, 1]"),
         (["--device", "tpu"], "device must be 'auto', 'cpu' or 'cuda', got 'tpu'"),
     ],
 )

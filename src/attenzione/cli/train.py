@@ -36,15 +36,21 @@ def train(
         help="Another dev set [NAME=]PATH scored at every evaluation (and excluded from "
         "training); repeatable.",
     ),
-    clean_max_words: int = typer.Option(100, help="Drop pairs with a side longer (0 = off)."),
+    clean_max_words: int = typer.Option(
+        100, help="Drop pairs with a side longer (0 = off).", callback=at_least(0)
+    ),
     clean_max_ratio: float = typer.Option(
-        3.0, help="Drop pairs one side of which is this many times longer (0 = off)."
+        3.0,
+        help="Drop pairs one side of which is this many times longer (0 = off).",
+        callback=at_least(0),
     ),
     clean_placeholders: bool = typer.Option(
         True, help="Drop pairs whose placeholders/tags (%s, {name}, <b>) differ between sides."
     ),
     clean_identical_min_words: int = typer.Option(
-        3, help="Drop pairs with identical sides of at least this many words (0 = off)."
+        3,
+        help="Drop pairs with identical sides of at least this many words (0 = off).",
+        callback=at_least(0),
     ),
     clean_untranslated: bool = typer.Option(
         True, help="Drop pairs whose target reads as the source language."
@@ -56,7 +62,9 @@ def train(
         False, "--no-clean", help="Switch every cleaning filter off (duplicates still go)."
     ),
     number_augment: float | None = typer.Option(
-        None, help="Share of number-bearing pairs added again with random numbers (0–1)."
+        None,
+        help="Share of number-bearing pairs added again with random numbers (0–1).",
+        callback=in_range(0, 1),
     ),
     split_digits: bool | None = typer.Option(
         None, "--split-digits/--no-split-digits", help="SentencePiece: one piece per digit."

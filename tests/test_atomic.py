@@ -30,16 +30,31 @@ def _version(found: Path) -> str:
     return a
 
 
-def _steps() -> list[str]:
-    """The names of the steps of one save, in order (a save over an existing version)."""
-    import tempfile
+# Every step replace_directory reports, in order. A kill is tried after each of them; where a
+# save does not pass a step (no old twin to trash, say) that kill is simply not reached.
+STEPS = [
+    "cleaned",
+    "filled",
+    "synced",
+    "trashed-old",
+    "moved-to-old",
+    "trashed-incomplete",
+    "renamed",
+    "trashed-old-after",
+]
 
+
+def test_the_step_list_is_complete(tmp_path: Path) -> None:
+    """Each step of STEPS happens in some situation, and no unlisted step exists."""
     seen: list[str] = []
-    with tempfile.TemporaryDirectory() as d:
-        target = Path(d) / "last"
-        atomic.replace_directory(target, _fill("1"), complete=_complete)
-        atomic.replace_directory(target, _fill("2"), complete=_complete, on_step=seen.append)
-    return seen
+    target = tmp_path / "last"
+    atomic.replace_directory(target, _fill("1"), complete=_complete, on_step=seen.append)
+    atomic.replace_directory(target, _fill("2"), complete=_complete, on_step=seen.append)
+    atomic.old_twin(target).mkdir()  # a leftover twin beside a complete NAME
+    atomic.replace_directory(target, _fill("3"), complete=_complete, on_step=seen.append)
+    (target / "a.txt").unlink()  # NAME incomplete
+    atomic.replace_directory(target, _fill("4"), complete=_complete, on_step=seen.append)
+    assert set(seen) == set(STEPS)
 
 
 def _killed_save(target: Path, version: str, at: str) -> None:
@@ -58,20 +73,34 @@ def _killed_save(target: Path, version: str, at: str) -> None:
     os.waitpid(pid, 0)
 
 
-@pytest.mark.parametrize("at", _steps())
-def test_a_kill_at_any_step_leaves_a_complete_checkpoint(tmp_path: Path, at: str) -> None:
+def _start(target: Path, state: str) -> None:
+    """A directory as a previous save left it: complete, only its old twin (killed between
+    the two renames), or an incomplete NAME beside a complete twin (the old writer's bug)."""
+    atomic.replace_directory(target, _fill("1"), complete=_complete)
+    if state in ("twin-only", "incomplete"):
+        target.rename(atomic.old_twin(target))
+    if state == "incomplete":
+        target.mkdir()
+        (target / "a.txt").write_text("half")
+
+
+@pytest.mark.parametrize("state", ["complete", "twin-only", "incomplete"])
+@pytest.mark.parametrize("at", STEPS)
+def test_a_kill_at_any_step_leaves_a_complete_checkpoint(
+    tmp_path: Path, at: str, state: str
+) -> None:
     """Kill the writer at each step of the save; then the next save is killed at every step too.
 
     At every point some complete version is found (the old one or the new one, never a mix),
     and the next save succeeds and leaves no debris.
     """
     target = tmp_path / "last"
-    atomic.replace_directory(target, _fill("1"), complete=_complete)
+    _start(target, state)
     _killed_save(target, "2", at)
     found = atomic.find_complete(target, _complete)
     assert found is not None, f"no complete checkpoint after a kill at {at!r}"
     assert _version(found) in ("1", "2")
-    for again in _steps():  # a second killed save, from whatever the first one left
+    for again in STEPS:  # a second killed save, from whatever the first one left
         _killed_save(target, "3", again)
         found = atomic.find_complete(target, _complete)
         assert found is not None, f"nothing complete after kills at {at!r} then {again!r}"
@@ -135,3 +164,35 @@ def test_a_failed_write_leaves_the_previous_file(tmp_path: Path) -> None:
         atomic.write_file(path, broken)
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_the_kill_harness_finds_the_old_writers_hole(tmp_path: Path) -> None:
+    """Control: the swap this package used before (delete NAME.old first, then rename) fails
+    the same check — from the state a kill between its renames leaves, the next save deleted
+    the only complete copy before the new one existed."""
+    import shutil
+    import tempfile
+
+    def old_replace(target: Path, fill: Callable[[Path], None], on_step: Callable[[str], None]):
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+        fill(tmp)
+        old = atomic.old_twin(target)
+        if old.exists():
+            shutil.rmtree(old)
+        on_step("old-deleted")
+        if target.exists():
+            target.rename(old)
+        tmp.rename(target)
+        if old.exists():
+            shutil.rmtree(old)
+
+    target = tmp_path / "last"
+    _start(target, "twin-only")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            old_replace(target, _fill("2"), lambda name: os._exit(0))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert atomic.find_complete(target, _complete) is None  # the hole the new writer closes

@@ -34,8 +34,7 @@ def test_the_shipped_model_directory_loads_as_it_is() -> None:
     """The directory written by the earlier code (fp16 weights, old info.json) still loads."""
     assert model_dir.is_complete(PRETRAINED_DIR)
     tr = Translator.from_pretrained()
-    assert tr.model.num_parameters() == 7_577_600
-    assert "Tatoeba" in tr.info["attribution"]
+    assert "Tatoeba" in str(tr.info["attribution"])  # a string, or a list per corpus
     assert model_dir.parameter_count(tr.model.config) == tr.model.num_parameters()
 
 

@@ -47,7 +47,12 @@ def attention(
         0, "--token", "-t", help="Query token that --explain explains.", callback=at_least(0)
     ),
     beam: int = typer.Option(
-        4, "--beam", "-b", help="Beam size for the translation.", callback=at_least(1)
+        4,
+        "--beam",
+        "-b",
+        "--beam-size",
+        help="Beam size for the translation.",
+        callback=at_least(1),
     ),
     png: bool = typer.Option(True, "--png/--no-png", help="Write the PNG heatmaps."),
 ) -> None:

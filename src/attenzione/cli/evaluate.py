@@ -22,7 +22,7 @@ def evaluate(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
     beam: int = typer.Option(
-        4, "--beam", "-b", help="Beam size (1 = greedy).", callback=at_least(1)
+        4, "--beam", "-b", "--beam-size", help="Beam size (1 = greedy).", callback=at_least(1)
     ),
     hypotheses: Path | None = typer.Option(
         None,

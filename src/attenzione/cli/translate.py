@@ -46,7 +46,7 @@ def translate(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
     beam: int = typer.Option(
-        4, "--beam", "-b", help="Beam size (1 = greedy).", callback=at_least(1)
+        4, "--beam", "-b", "--beam-size", help="Beam size (1 = greedy).", callback=at_least(1)
     ),
     sample: bool = typer.Option(False, "--sample", help="Sample instead of searching."),
     temperature: float = typer.Option(

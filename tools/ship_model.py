@@ -113,9 +113,10 @@ def main() -> None:
         }
     )
     corpora = [CorpusSpec.parse(c) for c in tr.info.get("corpora", [tr.info.get("data", "")])]
-    tr.info["attribution"] = [
+    # one string, as the trainer writes it: one paragraph per corpus
+    tr.info["attribution"] = "\n".join(
         ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
-    ]
+    )
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)

@@ -9,16 +9,17 @@ Input policy:
 * an empty or whitespace-only line translates to an empty line;
 * a line whose source tokens fit ``max_src_tokens`` (what the model was trained on, by default
   100) is translated whole;
-* a longer line is split into sentences (after ``.``, ``!``, ``?``, ``;`` followed by a space),
-  each translated on its own and joined with a space; a single sentence that is still too long
-  is cut at word boundaries into pieces that fit. Nothing is silently dropped.
+* a longer line is split into sentences by :func:`attenzione.data.sentences.split_sentences`
+  (a real segmenter: "Dr. Ur" and "U.S." do not end a sentence; the service uses the same
+  one), each translated on its own and joined with a space; a single sentence that is still
+  too long is cut at word boundaries into pieces that fit. Nothing is silently dropped.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ import torch
 from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.data.numbers import repair_numbers
+from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.decoding import Hypothesis, generate
 from attenzione.model import Transformer
@@ -35,12 +37,28 @@ from attenzione.model_dir import PRETRAINED_DIR
 if TYPE_CHECKING:
     from attenzione.viz.maps import AttentionMaps
 
-__all__ = ["PRETRAINED_DIR", "Translator"]
+__all__ = ["PRETRAINED_DIR", "ScoredTranslation", "Translator"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 # Lines taken from an iterable at a time by translate_iter: sorted by length inside a chunk
 # (little padding), yielded in input order as each chunk finishes (output streams).
 STREAM_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class ScoredTranslation:
+    """One candidate translation of one sentence, with what the model thought of it.
+
+    ``confidence`` is the mean log-probability per generated token, the closing ``<eos>``
+    counted as a token: ``log_prob / (len(ids) + 1)``; ``exp(confidence)`` is the geometric
+    mean of the probabilities the model gave each token it wrote (1.0 = certain). ``ids`` are
+    the model's raw output ids (no ``<bos>``/``<eos>``), e.g. for :meth:`Translator.attention`.
+    """
+
+    text: str
+    confidence: float
+    log_prob: float
+    ids: tuple[int, ...]
+    pieces: int = 1  # > 1: the sentence was too long and was translated in this many pieces
 
 
 class Translator:
@@ -114,7 +132,9 @@ class Translator:
         if len(self.encode_source(text)) <= self.max_src_tokens:
             return [text]
         parts: list[str] = []
-        for sentence in _SENTENCE_END.split(text):
+        for sentence in (s.strip() for s in split_sentences(text)):
+            if not sentence:
+                continue
             if len(self.encode_source(sentence)) <= self.max_src_tokens:
                 parts.append(sentence)
                 continue
@@ -238,13 +258,78 @@ class Translator:
         hyps = self.translate_ids([self.encode_source(text.strip())], cfg)[0]
         return [(repair_numbers(text, self.tgt_tokenizer.decode(h.tokens)), h.score) for h in hyps]
 
+    def translate_scored(
+        self,
+        sentences: Sequence[str],
+        *,
+        beam: int = 4,
+        n_best: int = 1,
+        length_penalty: float = 1.0,
+        batch_size: int = 64,
+        fix_numbers: bool = True,
+    ) -> list[list[ScoredTranslation]]:
+        """The ``n_best`` candidates of each sentence, best first, with their confidence.
+
+        Used by the service, which has already cut its input into sentences and wants each
+        one's score. A blank sentence gives ``[ScoredTranslation("", 0.0, 0.0, ())]``. A
+        sentence too long for the model is translated in pieces (the input policy) and gets
+        one candidate: the pieces' best translations joined, their log-probs summed.
+        """
+        beam = max(beam, n_best)
+        if beam == 1:
+            cfg = DecodeConfig(method="greedy")
+        else:
+            cfg = DecodeConfig(
+                method="beam", beam_size=beam, n_best=n_best, length_penalty=length_penalty
+            )
+        pieces: list[tuple[int, str, list[int]]] = []  # (sentence index, text, source ids)
+        for i, text in enumerate(sentences):
+            for part in self._pieces(text.strip()) if text.strip() else []:
+                pieces.append((i, part, self.encode_source(part)))
+        hyps = self.translate_ids([ids for _, _, ids in pieces], cfg, batch_size=batch_size)
+        grouped: list[list[tuple[str, list[Hypothesis]]]] = [[] for _ in sentences]
+        for (i, part, _), h in zip(pieces, hyps, strict=True):
+            grouped[i].append((part, h))
+        out: list[list[ScoredTranslation]] = []
+        for parts in grouped:
+            if not parts:
+                out.append([ScoredTranslation("", 0.0, 0.0, ())])
+                continue
+            if len(parts) > 1:  # several pieces: one candidate, the best of each joined
+                parts = [(part, h[:1]) for part, h in parts]
+            cands = []
+            for rank in range(len(parts[0][1])):
+                texts, log_prob, n_tokens, ids = [], 0.0, 0, []
+                for part, h in parts:
+                    text = self.tgt_tokenizer.decode(h[rank].tokens)
+                    texts.append(repair_numbers(part, text) if fix_numbers else text)
+                    log_prob += h[rank].log_prob
+                    n_tokens += len(h[rank].tokens) + 1  # + <eos>
+                    ids.extend(h[rank].tokens)
+                cands.append(
+                    ScoredTranslation(
+                        " ".join(texts), log_prob / n_tokens, log_prob, tuple(ids), len(parts)
+                    )
+                )
+            out.append(cands)
+        return out
+
     # ------------------------------------------------------------------ attention
-    def attention(self, src: str, tgt: str | None = None, *, beam: int = 4) -> AttentionMaps:
+    def attention(
+        self,
+        src: str,
+        tgt: str | None = None,
+        *,
+        beam: int = 4,
+        tgt_ids: Sequence[int] | None = None,
+    ) -> AttentionMaps:
         """Every attention map of every layer and head for ``src`` → ``tgt``.
 
         With ``tgt`` None the sentence is translated first (beam search), then the translation
         is teacher-forced through the model with the reference kernel, which returns the maps;
-        given a ``tgt`` (a reference translation) that one is teacher-forced instead.
+        given a ``tgt`` (a reference translation) that one is teacher-forced instead. Given
+        ``tgt_ids`` (the model's own output for one piece, e.g. :attr:`ScoredTranslation.ids`),
+        exactly those tokens are replayed: no second search, no re-tokenization of the text.
         """
         from attenzione.explain import collect_attention
 
@@ -259,7 +344,9 @@ class Translator:
                 f"reads at most {self.max_src_tokens} at once: show a shorter sentence"
             )
         teacher_forced = tgt is not None
-        if tgt is None:
+        if tgt_ids is not None:
+            tgt_ids = list(tgt_ids)
+        elif tgt is None:
             cfg = _decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
             tgt_ids = self.translate_ids([src_ids], cfg)[0][0].tokens
         else:

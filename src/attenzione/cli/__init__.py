@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from attenzione.cli import attention, embeddings, evaluate, train, translate
+from attenzione.cli import attention, embeddings, evaluate, serve, train, translate
 
 app = typer.Typer(
     name="attenzione",
@@ -21,6 +21,7 @@ app.command("translate")(translate.translate)
 app.command("train")(train.train)
 app.command("evaluate")(evaluate.evaluate)
 app.command("attention")(attention.attention)
+app.command("serve")(serve.serve)
 app.add_typer(embeddings.app, name="embeddings")
 
 

@@ -1,9 +1,12 @@
 // attenzione attention viewer. Reads the maps the model returned (embedded as JSON in the
 // page) and draws them; it never recomputes attention. No network, no libraries.
+// The live page (attenzione serve) calls window.attenzioneViewer.mount(data) for each new
+// translation; the saved page mounts the data embedded in it once.
 (function () {
   "use strict";
 
-  const DATA = JSON.parse(document.getElementById("attention-data").textContent);
+  let DATA = null;
+  let built = false;
   const KINDS = ["encoder", "decoder", "cross"];
   const state = { kind: "cross", layer: 0, head: "avg", view: "lines", focus: null, pinned: false };
 
@@ -246,6 +249,7 @@
   // ---------------------------------------------------------------- explanation
   function renderExplain() {
     const box = $("#explain");
+    if (!box) return;
     const ex = DATA.explain;
     if (!ex) {
       box.innerHTML = "";
@@ -332,17 +336,64 @@
     applyFocus();
   }
 
+  // Hovering a target token chip lights the source chips by its cross-attention (the
+  // selected layer and head when cross-attention is shown, else the last layer).
+  function crossRow(i) {
+    const kind = DATA.kinds.cross;
+    const l = state.kind === "cross" ? Math.min(state.layer, kind.weights.length - 1) : kind.weights.length - 1;
+    const layer = kind.weights[l];
+    if (state.head !== "avg") return layer[Number(state.head)][i];
+    return layer[0][i].map((_, j) => layer.reduce((s, head) => s + head[i][j], 0) / layer.length);
+  }
+  function lightSources(i) {
+    const row = i === null ? null : crossRow(i);
+    const max = row ? Math.max(...row, 1e-6) : 1;
+    document.querySelectorAll("#src-tokens .tok").forEach((chip, j) => {
+      const w = row ? row[j] : 0;
+      chip.style.background = row ? `rgba(255,176,0,${(w / max).toFixed(3)})` : "";
+      chip.dataset.w = row ? w.toFixed(4) : "";
+    });
+    document.querySelectorAll("#tgt-tokens .tok").forEach((chip, k) => chip.classList.toggle("hot", k === i));
+    document.body.dataset.lit = i === null ? "" : `t${i}`;
+  }
+
   function header() {
     $("#source").textContent = DATA.source;
     $("#translation").textContent = DATA.translation;
     $("#translation-label").textContent = DATA.teacher_forced ? "Reference (teacher-forced)" : "Translation";
-    const fill = (id, toks) => { const box = $(id); toks.forEach((t) => box.appendChild(el("span", { class: "tok" }, show(t)))); };
-    fill("#src-tokens", DATA.src_tokens);
-    fill("#tgt-tokens", DATA.out_tokens);
+    const fill = (id, toks, hover) => {
+      const box = $(id);
+      box.innerHTML = "";
+      toks.forEach((t, i) => {
+        const chip = el("span", { class: "tok", "data-i": i }, show(t));
+        if (hover) {
+          chip.addEventListener("mouseenter", () => lightSources(i));
+          chip.addEventListener("mouseleave", () => lightSources(null));
+        }
+        box.appendChild(chip);
+      });
+    };
+    fill("#src-tokens", DATA.src_tokens, false);
+    fill("#tgt-tokens", DATA.out_tokens, true);
   }
 
-  header();
-  buildControls();
-  if (DATA.explain) { state.kind = DATA.explain.kind; syncLayers(); state.layer = DATA.explain.layer; state.head = String(DATA.explain.head); $("#layer").value = String(state.layer); }
-  render();
+  function mount(data, opts) {
+    DATA = data;
+    state.focus = null;
+    state.pinned = false;
+    header();
+    if (!built) {
+      buildControls();
+      built = true;
+      if (opts && opts.lastLayer) { state.layer = DATA.kinds[state.kind].weights.length - 1; $("#layer").value = String(state.layer); }
+    } else {
+      syncLayers();
+    }
+    if (DATA.explain) { state.kind = DATA.explain.kind; syncLayers(); state.layer = DATA.explain.layer; state.head = String(DATA.explain.head); $("#layer").value = String(state.layer); }
+    render();
+  }
+
+  window.attenzioneViewer = { mount };
+  const embedded = document.getElementById("attention-data");
+  if (embedded) mount(JSON.parse(embedded.textContent));
 })();

@@ -1,0 +1,120 @@
+"""``attenzione serve``: the translation service (LibreTranslate's API) and the live page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from attenzione.cli.common import fail, user_errors
+
+
+def _limit(name: str, value: int) -> int:
+    if value < -1 or value == 0:
+        fail(f"{name} must be a positive number, or -1 for no limit (got {value})")
+    return value
+
+
+def serve(
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(5000, help="Port to listen on."),
+    char_limit: int = typer.Option(5000, help="Characters per text (-1: no limit)."),
+    batch_limit: int = typer.Option(100, help="Texts per request when q is a list (-1: none)."),
+    req_limit: int = typer.Option(
+        -1, help="Requests per minute per API key or client address (-1: no limit)."
+    ),
+    alternatives_limit: int = typer.Option(8, help="Most alternatives a request may ask for."),
+    api_keys: Path | None = typer.Option(
+        None,
+        "--api-keys",
+        help="File of API keys, one per line ('KEY [REQUESTS_PER_MINUTE]'); requests then "
+        "need a key.",
+    ),
+    threads: int = typer.Option(0, help="Torch threads (0: torch's default, one per core)."),
+    precision: str = typer.Option("fp32", help="fp32 (reference), bf16 or int8."),
+    beam: int = typer.Option(4, help="Beam size (1 = greedy), as `attenzione translate`."),
+    queue_size: int = typer.Option(
+        512, help="Sentences that may wait for the worker; past that, 503."
+    ),
+    batch_sentences: int = typer.Option(64, help="Most sentences in one decoding batch."),
+    batch_tokens: int = typer.Option(4096, help="Most padded source tokens in one batch."),
+    batch_wait_ms: float = typer.Option(
+        5.0, help="How long a sentence may wait for others to share its batch."
+    ),
+    max_body: int = typer.Option(2 * 1024 * 1024, help="Largest request body in bytes."),
+    frontend_timeout: int = typer.Option(500, help="The page's typing debounce, milliseconds."),
+    source_lang: str | None = typer.Option(
+        None, help="The model's source language (default: its info.json, else en)."
+    ),
+    target_lang: str | None = typer.Option(
+        None, help="The model's target language (default: its info.json, else it)."
+    ),
+    log_level: str = typer.Option("info", help="uvicorn's log level."),
+) -> None:
+    """Serve the model over HTTP: LibreTranslate's API, scores and attention, and a live page."""
+    with user_errors():
+        for name, value in (
+            ("--char-limit", char_limit),
+            ("--batch-limit", batch_limit),
+            ("--req-limit", req_limit),
+        ):
+            _limit(name, value)
+        if alternatives_limit < 0 or beam < 1 or threads < 0 or not 0 < port < 65536:
+            fail("--alternatives-limit and --threads must be >= 0, --beam >= 1, --port 1..65535")
+        import torch
+        import uvicorn
+
+        from attenzione.serve import Batcher, Languages, Service, Settings, create_app
+        from attenzione.serve.limits import KeyRing
+        from attenzione.translator import Translator
+
+        keys = KeyRing.from_file(api_keys) if api_keys is not None else None
+        if threads:
+            torch.set_num_threads(threads)  # once, before any inference
+        translator = Translator.from_pretrained(model, precision=precision)
+        languages = Languages(
+            source_lang or str(translator.info.get("source_language", "en")),
+            target_lang or str(translator.info.get("target_language", "it")),
+        )
+        batcher = Batcher(
+            translator,
+            max_queue=queue_size,
+            max_sentences=batch_sentences,
+            max_tokens=batch_tokens,
+            max_wait=batch_wait_ms / 1000.0,
+        )
+        settings = Settings(
+            char_limit=char_limit,
+            batch_limit=batch_limit,
+            req_limit=req_limit,
+            alternatives_limit=alternatives_limit,
+            beam=beam,
+            max_body=max_body,
+            frontend_timeout=frontend_timeout,
+        )
+        app = create_app(Service(batcher, languages, settings, keys))
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=1)
+
+        class Server(uvicorn.Server):
+            """uvicorn's server, saying what a SIGTERM/Ctrl-C will wait for."""
+
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                if not self.should_exit:
+                    typer.echo(
+                        f"attenzione serve: stopping; finishing {app.state.in_flight} "
+                        "request(s) in flight first",
+                        err=True,
+                    )
+                super().handle_exit(sig, frame)
+
+        typer.echo(
+            f"attenzione serve: {languages.source}→{languages.target}, "
+            f"{torch.get_num_threads()} torch threads, beam {beam}; "
+            f"page and API at http://{host}:{port}/",
+            err=True,
+        )
+        Server(config).run()

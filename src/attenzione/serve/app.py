@@ -1,0 +1,150 @@
+"""The HTTP layer: FastAPI routes that parse, check, wait and answer — nothing more.
+
+Every route reads the raw request (:mod:`.fields`), hands the fields to the
+:class:`~attenzione.serve.service.Service` and turns its answer into JSON, or its
+:class:`~attenzione.serve.fields.ApiError` into ``{"error": "…"}`` with the status
+LibreTranslate uses. Anything unexpected becomes a 500 with a one-line message and the
+traceback goes to the server's log, never to the client. CORS is open (``*``), as
+LibreTranslate's, so that a page on another origin can call the service.
+
+Served besides the API: the page at ``/`` (the live translator and attention viewer,
+self-contained), the OpenAPI document at ``/spec`` (and ``/openapi.json``), and interactive
+docs at ``/docs`` whose Swagger UI files come from the ``swagger-ui-bundle`` package on disk:
+no page here loads anything from the network.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from attenzione.serve.fields import ApiError, read_fields
+from attenzione.serve.page import docs_html, page_html
+from attenzione.serve.service import Service
+from attenzione.serve.spec import openapi_spec
+
+log = logging.getLogger("attenzione.serve")
+
+
+def _swagger_dir() -> Path | None:
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return None
+    return Path(swagger_ui_bundle.swagger_ui_path)
+
+
+def create_app(service: Service) -> FastAPI:
+    """The application around a ready :class:`Service` (its worker is started and stopped
+    with the application's lifespan)."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        service.languages.load()
+        service.batcher.start()
+        try:
+            yield
+        finally:
+            service.batcher.stop()  # finishes everything admitted (uvicorn has drained HTTP)
+
+    app = FastAPI(
+        title="attenzione",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.in_flight = 0
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=["*"],
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type"],
+        expose_headers=["Authorization"],
+    )
+    spec = openapi_spec(service)
+    max_body = service.settings.max_body
+
+    @app.middleware("http")
+    async def count_in_flight(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        app.state.in_flight += 1
+        try:
+            return await call_next(request)
+        finally:
+            app.state.in_flight -= 1
+
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse({"error": f"Internal error: {type(exc).__name__}"}, status_code=500)
+
+    def client(request: Request) -> str:
+        return request.client.host if request.client else "unknown"
+
+    @app.post("/translate")
+    async def translate(request: Request) -> JSONResponse:
+        fields = await read_fields(request, max_body)
+        return JSONResponse(await service.translate(fields, client(request)))
+
+    @app.post("/detect")
+    async def detect(request: Request) -> JSONResponse:
+        fields = await read_fields(request, max_body)
+        return JSONResponse(service.detect(fields, client(request)))
+
+    @app.get("/languages")
+    async def languages() -> JSONResponse:
+        return JSONResponse(service.languages.listing())
+
+    @app.get("/frontend/settings")
+    async def frontend_settings() -> JSONResponse:
+        return JSONResponse(service.frontend_settings())
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "in_flight_requests": app.state.in_flight - 1,  # not counting this one
+                "worker": service.batcher.snapshot(),
+            }
+        )
+
+    @app.get("/spec")
+    @app.get("/openapi.json")
+    async def spec_json() -> JSONResponse:
+        return JSONResponse(spec)
+
+    @app.get("/docs")
+    async def docs() -> HTMLResponse:
+        return HTMLResponse(docs_html(_swagger_dir() is not None))
+
+    @app.get("/docs/assets/{name}")
+    async def docs_asset(name: str) -> Response:
+        folder = _swagger_dir()
+        allowed = {"swagger-ui-bundle.js", "swagger-ui.css"}
+        if folder is None or name not in allowed:
+            raise ApiError(404, f"no such file: {name}")
+        return FileResponse(folder / name)
+
+    @app.get("/")
+    async def page() -> HTMLResponse:
+        return HTMLResponse(page_html(service.frontend_settings()))
+
+    return app

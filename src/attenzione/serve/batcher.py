@@ -1,0 +1,243 @@
+"""One inference worker, fed by a bounded queue, that batches sentences across requests.
+
+Why one worker: the model is loaded once and torch already spreads one batch over every core
+(``torch.set_num_threads``); two workers would fight over the same cores and each pay the
+per-step overhead of a small batch. Decoding cost is dominated by the decoder's per-step
+work, which a batch of 32 sentences pays barely more than a batch of one — so the worker's
+job is to make batches as large as the waiting requests allow:
+
+* every HTTP request cuts its text into sentences and submits them all at once (all or none:
+  a request is never half-admitted);
+* the worker takes the oldest waiting sentence, then every other waiting sentence decoded the
+  same way (same beam and number of alternatives), oldest first, up to ``max_sentences`` and a
+  budget of ``max_tokens`` padded source tokens; when the queue holds less than that it waits
+  at most ``max_wait`` seconds (counted from the oldest sentence's arrival) for company;
+* the :class:`~attenzione.translator.Translator` sorts a batch by length, decodes it, and each
+  sentence's future is resolved — the HTTP layer awaits those futures without blocking.
+
+The queue is bounded in sentences: a request that does not fit raises :class:`QueueFull`
+(the service answers 503 at once; waiting would only move the overload into the clients'
+timeouts). :meth:`Batcher.stop` lets the worker finish everything already admitted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attenzione.translator import ScoredTranslation, Translator
+    from attenzione.viz.maps import AttentionMaps
+
+
+class QueueFull(Exception):
+    """The queue cannot take a request's sentences now (the service answers 503)."""
+
+
+class Stopped(Exception):
+    """The worker is shutting down and accepts no new work."""
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a sentence is decoded; only sentences with equal settings share a batch."""
+
+    beam: int = 4
+    n_best: int = 1
+
+
+@dataclass
+class SentenceResult:
+    """What the worker gives back for one sentence."""
+
+    candidates: list[ScoredTranslation]
+    maps: AttentionMaps | None = None
+
+
+@dataclass
+class _Job:
+    text: str
+    n_tokens: int
+    decoding: Decoding
+    attention: bool
+    future: Future[SentenceResult]
+    enqueued: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Stats:
+    """Counters a client can read (``GET /health``) to see that batching happens."""
+
+    batches: int = 0
+    sentences: int = 0
+    max_batch: int = 0
+    rejected_requests: int = 0
+    failed_batches: int = 0
+    busy_seconds: float = 0.0
+
+    def as_dict(self, queued: int, running: int) -> dict[str, Any]:
+        return {
+            "batches": self.batches,
+            "sentences": self.sentences,
+            "max_batch_sentences": self.max_batch,
+            "mean_batch_sentences": round(self.sentences / self.batches, 2)
+            if self.batches
+            else 0.0,
+            "queued_sentences": queued,
+            "running_sentences": running,
+            "rejected_requests": self.rejected_requests,
+            "failed_batches": self.failed_batches,
+            "busy_seconds": round(self.busy_seconds, 3),
+        }
+
+
+class Batcher:
+    """The bounded queue and its single worker thread around one Translator."""
+
+    def __init__(
+        self,
+        translator: Translator,
+        *,
+        max_queue: int = 512,
+        max_sentences: int = 64,
+        max_tokens: int = 4096,
+        max_wait: float = 0.005,
+        length_penalty: float = 1.0,
+    ) -> None:
+        if max_queue < 1 or max_sentences < 1 or max_tokens < 1 or max_wait < 0:
+            raise ValueError(
+                f"queue size ({max_queue}), batch sentences ({max_sentences}) and batch "
+                f"tokens ({max_tokens}) must be >= 1 and the wait ({max_wait}) >= 0"
+            )
+        self.translator = translator
+        self.max_queue = max_queue
+        self.max_sentences = max_sentences
+        self.max_tokens = max_tokens
+        self.max_wait = max_wait
+        self.length_penalty = length_penalty
+        self.stats = Stats()
+        self._queue: deque[_Job] = deque()
+        self._running = 0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="attenzione-worker", daemon=True)
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Accept nothing new, finish what was admitted, then end the worker."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._cond:
+            return self.stats.as_dict(len(self._queue), self._running)
+
+    # ------------------------------------------------------------------ submitting
+    def submit(
+        self, texts: list[str], decoding: Decoding, attention: bool = False
+    ) -> list[Future[SentenceResult]]:
+        """Queue every sentence of one request, or none of them (:class:`QueueFull`)."""
+        jobs = [
+            _Job(t, len(self.translator.encode_source(t)), decoding, attention, Future())
+            for t in texts
+        ]
+        with self._cond:
+            if self._stopping:
+                raise Stopped("the server is shutting down")
+            if len(self._queue) + len(jobs) > self.max_queue:
+                self.stats.rejected_requests += 1
+                raise QueueFull(
+                    f"the translation queue is full ({len(self._queue)} of {self.max_queue} "
+                    f"sentences waiting, this request has {len(jobs)}); retry shortly"
+                )
+            self._queue.extend(jobs)
+            self._cond.notify_all()
+        return [j.future for j in jobs]
+
+    # ------------------------------------------------------------------ the worker
+    def _budget_reached(self) -> bool:
+        """True when the waiting sentences already fill a batch (no point in waiting)."""
+        return len(self._queue) >= self.max_sentences or (
+            sum(j.n_tokens for j in self._queue) >= self.max_tokens
+        )
+
+    def _take(self) -> list[_Job]:
+        """The oldest job and its compatible successors, within the batch budget."""
+        decoding = self._queue[0].decoding
+        taken: list[_Job] = []
+        kept: deque[_Job] = deque()
+        longest = 0
+        while self._queue:
+            job = self._queue.popleft()
+            width = max(longest, job.n_tokens)
+            fits = len(taken) < self.max_sentences and width * (len(taken) + 1) <= self.max_tokens
+            if job.decoding == decoding and (fits or not taken):
+                taken.append(job)
+                longest = width
+            else:
+                kept.append(job)
+        self._queue = kept
+        return taken
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return  # stopping, and nothing left to do
+                deadline = self._queue[0].enqueued + self.max_wait
+                while not self._budget_reached() and not self._stopping:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                batch = self._take()
+                self._running = len(batch)
+            self._run(batch)
+            with self._cond:
+                self._running = 0
+
+    def _run(self, batch: list[_Job]) -> None:
+        """Decode one batch and resolve its futures (with the error, if decoding failed)."""
+        started = time.monotonic()
+        decoding = batch[0].decoding
+        try:
+            results = self.translator.translate_scored(
+                [j.text for j in batch],
+                beam=decoding.beam,
+                n_best=decoding.n_best,
+                length_penalty=self.length_penalty,
+                batch_size=len(batch),
+            )
+            out = []
+            for job, cands in zip(batch, results, strict=True):
+                maps = None
+                best = cands[0]
+                if job.attention and best.ids and best.pieces == 1:
+                    maps = self.translator.attention(job.text, tgt_ids=best.ids)
+                out.append(SentenceResult(cands, maps))
+        except Exception as exc:  # reported to the waiting requests as a 500
+            self.stats.failed_batches += 1
+            for job in batch:
+                job.future.set_exception(exc)
+            return
+        finally:
+            with self._cond:
+                self.stats.busy_seconds += time.monotonic() - started
+        with self._cond:
+            self.stats.batches += 1
+            self.stats.sentences += len(batch)
+            self.stats.max_batch = max(self.stats.max_batch, len(batch))
+        for job, result in zip(batch, out, strict=True):
+            job.future.set_result(result)

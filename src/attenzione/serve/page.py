@@ -1,0 +1,134 @@
+"""The page at ``/`` and the interactive API docs at ``/docs``, both self-contained.
+
+The page is the attention viewer of ``attenzione attention`` made live: the same CSS and
+JavaScript (``viz/assets``), mounted again for each translation, plus a small script
+(``serve/assets/page.js``) that translates as you type (debounced by the server's
+``frontendTimeout``), lists the sentences with their confidence and the alternatives, and
+shows the chosen sentence's attention. Everything is inlined; the only requests the page
+makes go to the server that served it.
+
+``/docs`` is Swagger UI from the ``swagger-ui-bundle`` package, its two files served by this
+server (``/docs/assets/…``); without that package, a plain page points to ``/spec``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from typing import Any
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>attenzione · live translation and attention</title>
+<style>
+{viewer_css}
+{page_css}
+</style>
+</head>
+<body>
+<header class="top">
+  <h1>attenzione</h1><span id="lang-pair"></span>
+  <nav><a href="docs">API docs</a><a href="spec">OpenAPI</a></nav>
+</header>
+<div id="key-row"><label for="api-key">API key</label> <input id="api-key" size="40"></div>
+<div class="io">
+  <div><label for="input">English</label>
+  <textarea id="input" placeholder="Type or paste English…" autofocus>{initial}</textarea></div>
+  <div><label for="output">Italian</label><div id="output" aria-live="polite"></div></div>
+</div>
+<div id="meta"><span id="meta-conf"></span></div>
+<div id="error" role="alert"></div>
+<p id="alternatives-label" class="hint" hidden>Alternatives</p>
+<ol id="alternatives"></ol>
+<table id="sentences" aria-label="sentences"></table>
+<section id="viewer-section" hidden>
+<h2>Attention of the selected sentence</h2>
+<p class="sentence"><b>Source</b><span id="source"></span></p>
+<div class="tokens" id="src-tokens" aria-label="source tokens"></div>
+<p class="sentence"><b id="translation-label">Translation</b><span id="translation"></span></p>
+<div class="tokens" id="tgt-tokens" aria-label="target tokens"></div>
+<p class="hint">Hover an Italian token to light up the English tokens it attended to.
+Word alignment: <span id="alignment"></span></p>
+<div class="controls">
+  <span><label>kind</label><span class="seg" id="kinds"></span></span>
+  <span><label for="layer">layer</label><select id="layer"></select></span>
+  <span><label for="head">head</label><select id="head"></select></span>
+  <span><label>view</label><span class="seg" id="views"></span></span>
+  <span><label for="numbers">numbers</label><input type="checkbox" id="numbers"></span>
+</div>
+<div id="status"></div>
+<div id="focus"></div>
+<div id="view"></div>
+</section>
+<p class="hint"><b>Confidence</b> is the geometric mean of the probabilities the model gave
+each token it wrote (the mean log-probability per token, exponentiated): 100% means it had no
+doubt; low values mark the sentences to check. Attention weights are the model's own;
+nothing is recomputed for display.</p>
+<script type="application/json" id="page-settings">{settings}</script>
+<script>
+{viewer_js}
+</script>
+<script>
+{page_js}
+</script>
+</body>
+</html>
+"""
+
+_DOCS = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>attenzione · API</title>
+<link rel="stylesheet" href="docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({url: "spec", dom_id: "#swagger-ui", deepLinking: true});
+</script>
+</body>
+</html>
+"""
+
+_DOCS_PLAIN = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>attenzione · API</title></head>
+<body><h1>attenzione · API</h1>
+<p>The OpenAPI document is at <a href="spec">/spec</a>. Install the <code>swagger-ui-bundle</code>
+package for the interactive docs here.</p></body></html>
+"""
+
+
+def _asset(package: str, name: str) -> str:
+    return (resources.files(package) / "assets" / name).read_text(encoding="utf-8")
+
+
+def _safe_json(obj: Any) -> str:
+    """JSON that cannot close the surrounding <script> element."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def page_html(settings: dict[str, Any], initial: str = "") -> str:
+    """The live page; ``settings`` is what ``/frontend/settings`` answers."""
+    return _PAGE.format(
+        viewer_css=_asset("attenzione.viz", "viewer.css"),
+        page_css=_asset("attenzione.serve", "page.css"),
+        viewer_js=_asset("attenzione.viz", "viewer.js"),
+        page_js=_asset("attenzione.serve", "page.js"),
+        settings=_safe_json(settings),
+        initial=html.escape(initial),
+    )
+
+
+def docs_html(swagger: bool) -> str:
+    """Swagger UI served from this server's own files (``swagger`` False: a plain page).
+
+    Relative URLs: ``/docs`` is served without a trailing slash, so ``docs/assets/…`` and
+    ``spec`` resolve against the server root."""
+    return _DOCS if swagger else _DOCS_PLAIN

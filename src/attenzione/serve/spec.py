@@ -1,0 +1,230 @@
+"""The OpenAPI 3.0 document of the service (``GET /spec``), written out rather than generated.
+
+Why by hand: the endpoints accept JSON, urlencoded and multipart bodies and the query
+string alike (:mod:`.fields`), which FastAPI's generator cannot describe; and LibreTranslate's
+own document is invalid (LT#423, #483). This one is checked by the tests — schemathesis
+generates requests from it and every answer must match the responses it declares. It stays
+OpenAPI 3.0 so that the Swagger UI shipped by ``swagger-ui-bundle`` renders it.
+
+Our extensions (``scores``, ``attention``, ``attention_layer``, ``attention_head``,
+``attention_all``) are optional fields of the same ``/translate`` request; a client that does
+not know them never sees them in an answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attenzione.serve.service import Service
+
+_ERROR = {
+    "type": "object",
+    "properties": {"error": {"type": "string", "description": "What went wrong."}},
+    "required": ["error"],
+}
+_ERRORS = {
+    "400": "Invalid request (missing or malformed field, unsupported language, over a limit)",
+    "403": "Invalid API key",
+    "413": "Request body too large",
+    "429": "Slow down: over the per-minute request limit",
+    "500": "Translation error",
+    "503": "The translation queue is full (retry shortly) or the server is stopping",
+}
+_TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+_DETECTION = {
+    "type": "object",
+    "properties": {
+        "confidence": {"type": "number", "minimum": 0, "maximum": 100},
+        "language": {"type": "string"},
+    },
+    "required": ["confidence", "language"],
+}
+_TRANSLATE_FIELDS: dict[str, Any] = {
+    "q": {**_TEXTS, "description": "Text to translate, or a list of texts.", "example": "Hello!"},
+    "source": {
+        "type": "string",
+        "description": "Source language code, or `auto` to detect it.",
+        "example": "en",
+    },
+    "target": {"type": "string", "description": "Target language code.", "example": "it"},
+    "format": {
+        "type": "string",
+        "enum": ["text", "html"],
+        "default": "text",
+        "description": "`html`: translate the text between tags and keep the markup.",
+    },
+    "alternatives": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 0,
+        "description": "How many alternative translations to return (not for html).",
+    },
+    "api_key": {"type": "string", "description": "API key (when the server requires one)."},
+    "scores": {
+        "type": "boolean",
+        "default": False,
+        "description": "Extension: per-sentence confidence — the mean log-probability per "
+        "token of the translation (0 = certain; exp() of it is the geometric-mean token "
+        "probability) — and the alternatives' confidence.",
+    },
+    "attention": {
+        "type": "boolean",
+        "default": False,
+        "description": "Extension: per sentence, the source and target tokens, the "
+        "cross-attention matrix (target × source) and a word alignment derived from it.",
+    },
+    "attention_layer": {
+        "type": "integer",
+        "description": "Extension: the decoder layer whose cross-attention to return "
+        "(default: the last).",
+    },
+    "attention_head": {
+        "type": "integer",
+        "description": "Extension: one head of that layer (default: the average of its heads).",
+    },
+    "attention_all": {
+        "type": "boolean",
+        "default": False,
+        "description": "Extension: also every attention map of every kind, layer and head "
+        "(`maps`, what the page at / draws). Large.",
+    },
+}
+
+
+def _body(fields: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": fields, "required": required}
+    return {
+        "required": True,
+        "description": "JSON, urlencoded or multipart form fields; the same fields may also "
+        "come in the query string. A list `q` may be sent as repeated form fields.",
+        "content": {
+            "application/json": {"schema": schema},
+            "application/x-www-form-urlencoded": {"schema": schema},
+            "multipart/form-data": {"schema": schema},
+        },
+    }
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: str) -> dict[str, Any]:
+    return {c: _json({"$ref": "#/components/schemas/Error"}, _ERRORS[c]) for c in codes}
+
+
+def openapi_spec(service: Service) -> dict[str, Any]:
+    """The document for this server (its languages in the descriptions)."""
+    langs = service.languages
+    scores = {
+        "type": "object",
+        "properties": {
+            "confidence": {"type": "number"},
+            "alternatives": {"type": "array", "items": {"type": "number"}},
+            "sentences": {"type": "array", "items": {"type": "object"}},
+        },
+    }
+    translation = {
+        "type": "object",
+        "properties": {
+            "translatedText": _TEXTS,
+            "alternatives": {"type": "array", "items": {}},
+            "detectedLanguage": {"oneOf": [_DETECTION, {"type": "array", "items": _DETECTION}]},
+            "scores": {"oneOf": [scores, {"type": "array", "items": scores}]},
+            "attention": {
+                "type": "array",
+                "items": {},
+                "description": "Per sentence (a list per text for a list q): source_tokens, "
+                "target_tokens, layer, head, weights (target × source), alignment "
+                "{source_words, target_words, pairs, pharaoh}, and with attention_all `maps`; "
+                "null for a blank sentence or one too long to show whole.",
+            },
+        },
+        "required": ["translatedText"],
+    }
+    language = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "name": {"type": "string"},
+            "targets": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["code", "name", "targets"],
+    }
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "attenzione",
+            "version": "0.1.0",
+            "description": "LibreTranslate-compatible translation "
+            f"({langs.source}→{langs.target}) with a Transformer written from first "
+            "principles, plus confidence scores and attention maps on request. "
+            'Errors are `{"error": "…"}`.',
+        },
+        "paths": {
+            "/translate": {
+                "post": {
+                    "summary": "Translate text",
+                    "operationId": "translate",
+                    "requestBody": _body(_TRANSLATE_FIELDS, ["q", "source", "target"]),
+                    "responses": {
+                        "200": _json(translation, "Translated text(s)"),
+                        **_errors("400", "403", "413", "429", "500", "503"),
+                    },
+                }
+            },
+            "/detect": {
+                "post": {
+                    "summary": "Detect the language of a text",
+                    "operationId": "detect",
+                    "requestBody": _body(
+                        {"q": _TRANSLATE_FIELDS["q"], "api_key": _TRANSLATE_FIELDS["api_key"]},
+                        ["q"],
+                    ),
+                    "responses": {
+                        "200": _json(
+                            {"type": "array", "items": _DETECTION},
+                            "The server's languages, most likely first (confidence 0–100)",
+                        ),
+                        **_errors("400", "403", "413", "429"),
+                    },
+                }
+            },
+            "/languages": {
+                "get": {
+                    "summary": "The languages and pairs the loaded model translates",
+                    "operationId": "languages",
+                    "responses": {"200": _json({"type": "array", "items": language}, "Languages")},
+                }
+            },
+            "/frontend/settings": {
+                "get": {
+                    "summary": "Settings for front ends (limits, keys, default languages)",
+                    "operationId": "frontendSettings",
+                    "responses": {"200": _json({"type": "object"}, "Settings")},
+                }
+            },
+            "/health": {
+                "get": {
+                    "summary": "Liveness, requests in flight and the worker's batching counters",
+                    "operationId": "health",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "status": {"type": "string"},
+                                    "in_flight_requests": {"type": "integer"},
+                                    "worker": {"type": "object"},
+                                },
+                                "required": ["status"],
+                            },
+                            "OK",
+                        )
+                    },
+                }
+            },
+        },
+        "components": {"schemas": {"Error": _ERROR}},
+    }

@@ -22,6 +22,10 @@ TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off", ""}
 
 
+class Repeated(list[str]):
+    """A form or query field given several times (JSON lists stay plain lists)."""
+
+
 class ApiError(Exception):
     """An answer for the client: ``{"error": message}`` with ``status``."""
 
@@ -56,7 +60,7 @@ async def read_fields(request: Request, max_bytes: int) -> dict[str, Any]:
     try:
         for key in request.query_params:
             values = request.query_params.getlist(key)
-            fields[key] = values if len(values) > 1 else values[0]
+            fields[key] = Repeated(values) if len(values) > 1 else values[0]
     except UnicodeDecodeError:
         raise ApiError(400, "Invalid request: the query string is not valid UTF-8") from None
     if ctype == "application/json" or ctype.endswith("+json"):
@@ -88,7 +92,7 @@ async def read_fields(request: Request, max_bytes: int) -> dict[str, Any]:
                 if not isinstance(v, str):
                     raise ApiError(400, f"Invalid request: {key} must be text, not a file")
                 texts.append(v)
-            fields[key] = texts if len(texts) > 1 else texts[0]
+            fields[key] = Repeated(texts) if len(texts) > 1 else texts[0]
     return fields
 
 
@@ -116,8 +120,8 @@ def get_str(fields: dict[str, Any], name: str, default: str | None = None) -> st
     value = fields.get(name, default)
     if value is None:
         return default
-    if isinstance(value, list):  # a repeated form field: the first, as LibreTranslate does
-        value = value[0] if value else default
+    if isinstance(value, Repeated):  # a repeated form field: the first, as LibreTranslate
+        value = value[0]
     if not isinstance(value, str):
         raise ApiError(400, f"Invalid request: {name} must be a string")
     return _check_text(name, value)
@@ -127,7 +131,7 @@ def get_int(fields: dict[str, Any], name: str, default: int | None) -> int | Non
     value = fields.get(name)
     if value is None or value == "":
         return default
-    if isinstance(value, list):
+    if isinstance(value, Repeated):
         value = value[0]
     if isinstance(value, bool):
         raise ApiError(400, f"Invalid request: {name} parameter is not a number")
@@ -143,7 +147,7 @@ def get_int(fields: dict[str, Any], name: str, default: int | None) -> int | Non
 
 def get_bool(fields: dict[str, Any], name: str) -> bool:
     value = fields.get(name, False)
-    if isinstance(value, list):
+    if isinstance(value, Repeated):
         value = value[0]
     if isinstance(value, bool):
         return value

@@ -15,7 +15,7 @@ from typing import Any
 
 from attenzione.serve.alignment import attention_payload
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
-from attenzione.serve.fields import ApiError, get_bool, get_int, get_q, get_str
+from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KeyRing, RateLimiter
 from attenzione.serve.text import Piece, assemble, plan_html, plan_text
@@ -56,8 +56,8 @@ class Service:
     def check_access(self, fields: dict[str, Any], client: str) -> None:
         """403 for a wrong key, 400 for a missing one (when keys are on), 429 over the limit."""
         given = fields.get("api_key") or fields.get("apiKey")
-        if isinstance(given, list):
-            given = given[0] if given else None
+        if isinstance(given, Repeated):
+            given = given[0]
         if given is not None and not isinstance(given, str):
             raise ApiError(400, "Invalid request: api_key must be a string")
         limit = self.settings.req_limit
@@ -81,13 +81,13 @@ class Service:
             raise ApiError(400, "Invalid request: missing source parameter")
         if not target:
             raise ApiError(400, "Invalid request: missing target parameter")
-        detected = {"confidence": 100.0, "language": source}
+        detected: dict[str, Any] = {"confidence": 100.0, "language": source}
         if source == "auto":
             ranked = self.languages.detect(" ".join(texts))
             detected = ranked[0]
             # Short texts ("Hello") are often a toss-up; unless the identifier is fairly sure
             # of another language, take the one the model translates from.
-            if detected["language"] != self.languages.source and float(detected["confidence"]) < 50:
+            if detected["language"] != self.languages.source and detected["confidence"] < 50:
                 detected = next(d for d in ranked if d["language"] == self.languages.source)
         lang = detected["language"]
         if lang not in self.languages.codes:
@@ -133,13 +133,13 @@ class Service:
         layer = get_int(fields, "attention_layer", None)
         head = get_int(fields, "attention_head", None)
         want_attention = want_attention or full
-        if fmt == "html":
-            n_alt = 0  # as LibreTranslate: no alternatives for html
 
         lang = self.languages.source
         plans = [plan_html(t, lang) if fmt == "html" else plan_text(t, lang) for t in texts]
         sentences = [p.text for plan in plans for p in plan if p.sentence]
-        decoding = Decoding(beam=max(s.beam, n_alt + 1), n_best=n_alt + 1)
+        # As LibreTranslate, html gets an empty list of alternatives (one candidate each).
+        n_best = 1 if fmt == "html" else n_alt + 1
+        decoding = Decoding(beam=max(s.beam, n_best), n_best=n_best)
         try:
             futures = self.batcher.submit(sentences, decoding, attention=want_attention)
         except QueueFull as exc:

@@ -115,8 +115,16 @@ def _errors(*codes: str) -> dict[str, Any]:
 
 
 def openapi_spec(service: Service) -> dict[str, Any]:
-    """The document for this server (its languages in the descriptions)."""
+    """The document for this server: its languages, its limits."""
     langs = service.languages
+    fields = dict(_TRANSLATE_FIELDS)
+    fields["source"] = {**fields["source"], "enum": [langs.source, "auto"]}
+    fields["target"] = {**fields["target"], "enum": [langs.target]}
+    if service.settings.alternatives_limit != -1:
+        fields["alternatives"] = {
+            **fields["alternatives"],
+            "maximum": service.settings.alternatives_limit,
+        }
     scores = {
         "type": "object",
         "properties": {
@@ -167,7 +175,7 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                 "post": {
                     "summary": "Translate text",
                     "operationId": "translate",
-                    "requestBody": _body(_TRANSLATE_FIELDS, ["q", "source", "target"]),
+                    "requestBody": _body(fields, ["q", "source", "target"]),
                     "responses": {
                         "200": _json(translation, "Translated text(s)"),
                         **_errors("400", "403", "413", "429", "500", "503"),

@@ -1,0 +1,88 @@
+"""Start ``attenzione serve`` as a real process on 127.0.0.1 for the tests, and stop it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen[str]
+    log: Path
+
+    def health(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.url + "/health", timeout=30) as r:
+            data: dict[str, Any] = json.loads(r.read())
+            return data
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+@contextmanager
+def running_server(tmp: Path, *args: str, threads: int = 1) -> Iterator[Server]:
+    """A server with the shipped model (and ``args``), ready to answer; stopped afterwards."""
+    port = free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", str(threads))
+    log = tmp / f"serve-{port}.log"
+    cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port)]
+    cmd += ["--threads", str(threads), "--log-level", os.environ.get("ATTENZIONE_TEST_LOG", "warning"), *args]
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, text=True)
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"attenzione serve exited early:\n{server.output()}")
+            try:
+                server.health()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"attenzione serve did not start:\n{server.output()}")
+                time.sleep(0.2)
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def post(url: str, body: Any, timeout: float = 120) -> tuple[int, Any]:
+    """POST JSON; (status, decoded JSON body) whatever the status."""
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")

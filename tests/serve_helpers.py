@@ -49,7 +49,13 @@ def running_server(tmp: Path, *args: str, threads: int = 1) -> Iterator[Server]:
     env.setdefault("OMP_NUM_THREADS", str(threads))
     log = tmp / f"serve-{port}.log"
     cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port)]
-    cmd += ["--threads", str(threads), "--log-level", os.environ.get("ATTENZIONE_TEST_LOG", "warning"), *args]
+    cmd += [
+        "--threads",
+        str(threads),
+        "--log-level",
+        os.environ.get("ATTENZIONE_TEST_LOG", "warning"),
+        *args,
+    ]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, text=True)
     server = Server(f"http://127.0.0.1:{port}", proc, log)
@@ -63,7 +69,8 @@ def running_server(tmp: Path, *args: str, threads: int = 1) -> Iterator[Server]:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"attenzione serve did not start:\n{server.output()}")
+                    msg = f"attenzione serve did not start:\n{server.output()}"
+                    raise RuntimeError(msg) from None
                 time.sleep(0.2)
         yield server
     finally:

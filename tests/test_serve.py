@@ -144,32 +144,42 @@ def test_every_body_shape_gives_the_same_answer(server: Server) -> None:
     url = server.url + "/translate"
     q = "I am hungry."
     answers = [
-        _raw(url, json.dumps({"q": q, "source": "en", "target": "it"}).encode(), "application/json"),
+        _raw(
+            url, json.dumps({"q": q, "source": "en", "target": "it"}).encode(), "application/json"
+        ),
         _raw(url, b"q=I+am+hungry.&source=en&target=it", "application/x-www-form-urlencoded"),
         _raw(url + "?q=I%20am%20hungry.&source=en&target=it", None, None),
         _raw(url + "?source=en&target=it", b"q=I+am+hungry.", "application/x-www-form-urlencoded"),
     ]
     boundary = "xyzzy"
-    multipart = "".join(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
-        for k, v in (("q", q), ("source", "en"), ("target", "it"))
-    ) + f"--{boundary}--\r\n"
-    answers.append(
-        _raw(url, multipart.encode(), f"multipart/form-data; boundary={boundary}")
+    multipart = (
+        "".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+            for k, v in (("q", q), ("source", "en"), ("target", "it"))
+        )
+        + f"--{boundary}--\r\n"
     )
+    answers.append(_raw(url, multipart.encode(), f"multipart/form-data; boundary={boundary}"))
     assert all(status == 200 for status, _ in answers), answers
     texts = {body["translatedText"] for _, body in answers}
     assert len(texts) == 1 and next(iter(texts))
-    status, body = _raw(url, json.dumps({"q": [q, "", q], "source": "EN", "target": "it"}).encode(),
-                        "application/json")  # fmt: skip
+    status, body = _raw(
+        url,
+        json.dumps({"q": [q, "", q], "source": "EN", "target": "it"}).encode(),
+        "application/json",
+    )
     assert status == 200 and body["translatedText"] == [next(iter(texts)), "", *texts]
 
 
 def test_line_breaks_and_sentences_survive(server: Server) -> None:
     status, body = post(
         server.url + "/translate",
-        {"q": "Dr. Ur lives in the U.S. He is a doctor.\n\nI am hungry.", "source": "en",
-         "target": "it", "scores": True},  # fmt: skip
+        {
+            "q": "Dr. Ur lives in the U.S. He is a doctor.\n\nI am hungry.",
+            "source": "en",
+            "target": "it",
+            "scores": True,
+        },
     )
     assert status == 200
     sources = [s["source"] for s in body["scores"]["sentences"]]
@@ -181,8 +191,13 @@ def test_line_breaks_and_sentences_survive(server: Server) -> None:
 def test_scores_and_alternatives(server: Server) -> None:
     status, body = post(
         server.url + "/translate",
-        {"q": "The cat is sleeping on the sofa. I am hungry.", "source": "en", "target": "it",
-         "alternatives": 2, "scores": True},  # fmt: skip
+        {
+            "q": "The cat is sleeping on the sofa. I am hungry.",
+            "source": "en",
+            "target": "it",
+            "alternatives": 2,
+            "scores": True,
+        },
     )
     assert status == 200
     sc = body["scores"]
@@ -201,7 +216,9 @@ def test_attention_matrix_and_alignment(server: Server) -> None:
     assert status == 200
     (att,) = body["attention"]
     w = att["weights"]
-    assert len(w) == len(att["target_tokens"]) and all(len(r) == len(att["source_tokens"]) for r in w)
+    assert len(w) == len(att["target_tokens"]) and all(
+        len(r) == len(att["source_tokens"]) for r in w
+    )
     assert all(abs(sum(r) - 1) < 2e-3 for r in w)  # each target row is a distribution
     assert att["source_tokens"][-1] == "<eos>" and att["layer"] == 2 and att["head"] is None
     al = att["alignment"]
@@ -247,7 +264,9 @@ def test_fifty_concurrent_requests_are_batched(server: Server) -> None:
     texts = [f"{SENTENCES[i % len(SENTENCES)][:-1]}, number {i}." for i in range(50)]
 
     def call(i: int) -> None:
-        results[i] = post(server.url + "/translate", {"q": texts[i], "source": "en", "target": "it"})
+        results[i] = post(
+            server.url + "/translate", {"q": texts[i], "source": "en", "target": "it"}
+        )
 
     threads = [threading.Thread(target=call, args=(i,)) for i in range(50)]
     for t in threads:
@@ -319,9 +338,7 @@ def test_a_file_where_text_belongs_and_unknown_routes(server: Server) -> None:
         f'--{boundary}\r\nContent-Disposition: form-data; name="q"; filename="a.bin"\r\n'
         f"Content-Type: application/octet-stream\r\n\r\n\x00\x01binary\r\n--{boundary}--\r\n"
     ).encode()
-    status, got = _raw(
-        server.url + "/translate", body, f"multipart/form-data; boundary={boundary}"
-    )
+    status, got = _raw(server.url + "/translate", body, f"multipart/form-data; boundary={boundary}")
     assert status == 400 and "not a file" in got["error"]
     status, got = _raw(server.url + "/nowhere", None, None, method="GET")
     assert status == 404 and got == {"error": "Not Found"}

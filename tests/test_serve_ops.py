@@ -24,7 +24,9 @@ def translator() -> Translator:
 
 
 def _service(translator: Translator, *, queue: int = 512, **settings: Any) -> Service:
-    return Service(Batcher(translator, max_queue=queue), Languages("en", "it"), Settings(**settings))
+    return Service(
+        Batcher(translator, max_queue=queue), Languages("en", "it"), Settings(**settings)
+    )
 
 
 def test_a_full_queue_answers_503_at_once_and_recovers(translator: Translator) -> None:
@@ -55,14 +57,22 @@ def test_a_full_queue_answers_503_at_once_and_recovers(translator: Translator) -
 
 
 def test_request_limit_per_client(translator: Translator) -> None:
-    from starlette.testclient import TestClient
-
     service = _service(translator, req_limit=2)
-    with TestClient(create_app(service)) as client:  # runs the lifespan: the worker
-        got = [client.post("/detect", data={"q": "Where is the station?"}) for _ in range(3)]
-        assert [r.status_code for r in got] == [200, 200, 429]
-        assert got[2].json() == {"error": "Slowdown: 2 per 1 minute"}
-        assert client.get("/languages").status_code == 200  # exempt, as in LibreTranslate
+    app = create_app(service)
+
+    async def run() -> tuple[list[httpx.Response], httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            got = [
+                await client.post("/detect", data={"q": "Where is the station?"}) for _ in range(3)
+            ]
+            return got, await client.get("/languages")
+
+    got, languages = asyncio.run(run())
+    assert [r.status_code for r in got] == [200, 200, 429]
+    assert got[2].json() == {"error": "Slowdown: 2 per 1 minute"}
+    assert got[2].headers["retry-after"] == "60"
+    assert languages.status_code == 200  # exempt, as in LibreTranslate
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ word-like — and one head or the average of its heads. Nothing is recomputed: i
 
 The alignment is read off that matrix at the level of words, which is what a reader can
 check: subword pieces are grouped into words (a SentencePiece piece starting with ``▁``
-starts a word), the weight from a target word to a source word is the mean over the target
-word's pieces of the summed weight on the source word's pieces, and each target word is
-aligned to the source word it attends to most. ``<eos>`` is left out on both sides. Pairs are
+starts a word, and punctuation is a word of its own), the weight from a target word to a
+source word is the mean over the target word's pieces of the summed weight on the source
+word's pieces, and each target word is aligned to the source word it attends to most. ``<eos>`` is left out on both sides. Pairs are
 (source word, target word) indices, also given as a Pharaoh string ("0-0 1-2"), the format of
 fast_align and OpenNMT. Attention is not alignment — a head may look at the next word or at
 punctuation — and the page lets you see where it is and is not.
@@ -30,13 +30,16 @@ def _words(tokens: list[str]) -> list[list[int]]:
     """Token indices grouped into words; special tokens (``<eos>``…) excluded."""
     subword = any(t.startswith(_MARK) for t in tokens)
     words: list[list[int]] = []
+    prev_punct = False
     for i, tok in enumerate(tokens):
         if tok.startswith("<") and tok.endswith(">"):
             continue
-        if not words or not subword or tok.startswith(_MARK):
+        punct = not any(ch.isalnum() for ch in tok)  # "." or "," is a word of its own
+        if not words or not subword or tok.startswith(_MARK) or punct or prev_punct:
             words.append([i])
         else:
             words[-1].append(i)
+        prev_punct = punct
     return words
 
 

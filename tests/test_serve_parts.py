@@ -1,0 +1,176 @@
+"""The service's parts on their own: sentences, html, alignment, keys, scores, the worker."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from attenzione.cli import app
+from attenzione.data.sentences import split_sentences
+from attenzione.serve.alignment import word_alignment
+from attenzione.serve.batcher import Batcher, Decoding, QueueFull
+from attenzione.serve.limits import KeyRing, RateLimiter
+from attenzione.serve.text import assemble, plan_html, plan_text
+from attenzione.translator import Translator
+
+
+@pytest.fixture(scope="module")
+def translator() -> Translator:
+    return Translator.from_pretrained()
+
+
+# ---------------------------------------------------------------------- sentences
+def test_abbreviations_are_not_sentence_ends() -> None:
+    got = split_sentences("Dr. Ur lives in the U.S. with his wife. She is nice! Is he? Yes.")
+    assert [s.strip() for s in got] == [
+        "Dr. Ur lives in the U.S. with his wife.",
+        "She is nice!",
+        "Is he?",
+        "Yes.",
+    ]
+    assert [s.strip() for s in split_sentences("It costs 3.5 euros. See No. 5, e.g. here.")] == [
+        "It costs 3.5 euros.",
+        "See No. 5, e.g. here.",
+    ]
+    assert split_sentences("") == [] and split_sentences("one\ntwo") == ["one\n", "two"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n\r\t.Dr.U.S.\u00a0é")), max_size=80))
+def test_segments_join_back_to_the_text(text: str) -> None:
+    assert "".join(split_sentences(text)) == text
+
+
+def test_translate_splits_long_lines_with_the_same_segmenter(translator: Translator) -> None:
+    short = Translator(
+        translator.model, translator.src_tokenizer, translator.tgt_tokenizer, max_src_tokens=16
+    )
+    line = "Dr. Ur lives in the U.S. with his wife. She is nice."
+    assert short._pieces(line) == ["Dr. Ur lives in the U.S. with his wife.", "She is nice."]
+
+
+# ---------------------------------------------------------------------- text and html
+def test_plain_text_keeps_its_whitespace() -> None:
+    text = "  I am hungry.  You are tired.\n\nWe go.\n"
+    plan = plan_text(text)
+    assert [p.text for p in plan if p.sentence] == ["I am hungry.", "You are tired.", "We go."]
+    assert assemble(plan, ["A.", "B.", "C."]) == "  A.  B.\n\nC.\n"
+
+
+def test_html_translates_text_and_keeps_every_tag() -> None:
+    markup = (
+        '<div class="a"><p>Hello &amp; welcome. Sit down.</p><img src="x.png" alt="A cat">'
+        "<script>var s = '<p>no</p>';</script><code>a < b</code>"
+        '<span class="notranslate">Brand</span><p translate="no">Keep.</p><!-- note --></div>'
+    )
+    plan = plan_html(markup)
+    assert [p.text for p in plan if p.sentence] == ["Hello & welcome.", "Sit down."]
+    out = assemble(plan, ["Ciao & benvenuti.", "<Siediti>."], escape=True)
+    assert out == (
+        '<div class="a"><p>Ciao &amp; benvenuti. &lt;Siediti&gt;.</p><img src="x.png" alt="A cat">'
+        "<script>var s = '<p>no</p>';</script><code>a &lt; b</code>"
+        '<span class="notranslate">Brand</span><p translate="no">Keep.</p><!-- note --></div>'
+    )
+
+
+# ---------------------------------------------------------------------- alignment
+def test_word_alignment_groups_pieces_into_words() -> None:
+    src = ["\u2581The", "\u2581cat", "\u2581sleep", "s", ".", "<eos>"]
+    tgt = ["\u2581Il", "\u2581gatto", "\u2581dor", "me", ".", "<eos>"]
+    w = torch.zeros(len(tgt), len(src))
+    for t, s in [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]:
+        w[t, s] = 1.0
+    al = word_alignment(w, src, tgt)
+    assert al["source_words"] == ["The", "cat", "sleeps", "."]
+    assert al["target_words"] == ["Il", "gatto", "dorme", "."]
+    assert al["pairs"] == [[0, 0], [1, 1], [2, 2], [3, 3]] and al["pharaoh"] == "0-0 1-1 2-2 3-3"
+    w[1] = 0.0
+    w[1, 2] = 0.7  # "gatto" looks at "sleep" most
+    w[1, 1] = 0.3
+    assert word_alignment(w, src, tgt)["pairs"][1] == [2, 1]
+
+
+# ---------------------------------------------------------------------- keys and limits
+def test_keys_file_and_lookup(tmp_path: Path) -> None:
+    path = tmp_path / "keys"
+    path.write_text("# comment\n\nalpha\nbeta 30  # limited\n")
+    ring = KeyRing.from_file(path)
+    assert len(ring) == 2
+    alpha, beta = ring.lookup("alpha"), ring.lookup("beta")
+    assert alpha is not None and alpha.req_limit is None
+    assert beta is not None and beta.req_limit == 30
+    assert ring.lookup("alph") is None and ring.lookup("alpha ") is None and ring.lookup("") is None
+    path.write_text("alpha lots\n")
+    with pytest.raises(ValueError, match=r"keys:1: expected 'KEY \[REQUESTS_PER_MINUTE\]'"):
+        KeyRing.from_file(path)
+
+
+def test_rate_limiter_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    lim = RateLimiter()
+    assert [lim.allow("a", 2) for _ in range(3)] == [True, True, False]
+    assert lim.allow("b", 2)  # per identity
+    now[0] += 59.0
+    assert not lim.allow("a", 2)
+    now[0] += 1.5  # the first two hits have left the 60 s window
+    assert lim.allow("a", 2) and lim.allow("a", 2) and not lim.allow("a", 2)
+
+
+# ---------------------------------------------------------------------- scores
+def test_scored_translations_match_translate(translator: Translator) -> None:
+    sentences = ["Where is the train station?", "I am hungry.", ""]
+    scored = translator.translate_scored(sentences, beam=4, n_best=3)
+    plain = translator.translate(sentences, beam=4)
+    assert [c[0].text for c in scored] == plain
+    for cands in scored[:2]:
+        assert 1 <= len(cands) <= 3
+        for c in cands:  # confidence is the log-prob per token, <eos> included
+            assert c.confidence == pytest.approx(c.log_prob / (len(c.ids) + 1))
+            assert c.confidence <= 0 and c.pieces == 1
+            assert translator.tgt_tokenizer.decode(list(c.ids)) == c.text
+        assert cands[0].confidence >= max(c.confidence for c in cands)
+    assert scored[2][0].text == "" and math.isclose(scored[2][0].confidence, 0.0)
+    greedy = translator.translate_scored(["I am hungry."], beam=1)[0][0]
+    assert greedy.text == translator.translate("I am hungry.", beam=1)[0]
+
+
+def test_attention_replays_the_models_own_tokens(translator: Translator) -> None:
+    best = translator.translate_scored(["The cat is sleeping on the sofa."])[0][0]
+    maps = translator.attention("The cat is sleeping on the sofa.", tgt_ids=best.ids)
+    assert not maps.teacher_forced and maps.translation == best.text
+    assert len(maps.out_tokens) == len(best.ids) + 1  # and <eos>
+
+
+# ---------------------------------------------------------------------- the worker
+def test_worker_batches_waiting_sentences_and_bounds_the_queue(translator: Translator) -> None:
+    batcher = Batcher(translator, max_queue=5, max_sentences=64)
+    futures = batcher.submit(["I am hungry.", "You are tired.", "We go home."], Decoding(1, 1))
+    with pytest.raises(QueueFull, match="3 of 5 sentences waiting, this request has 3"):
+        batcher.submit(["a.", "b.", "c."], Decoding(1, 1))
+    others = batcher.submit(["The dog runs."], Decoding(2, 2))  # another decoding: own batch
+    batcher.start()  # everything was waiting: one batch per decoding setting
+    try:
+        texts = [f.result(120).candidates[0].text for f in futures]
+        assert len(others[0].result(120).candidates) == 2
+    finally:
+        batcher.stop()
+    assert texts == translator.translate(["I am hungry.", "You are tired.", "We go home."], beam=1)
+    stats = batcher.snapshot()
+    assert stats["batches"] == 2 and stats["sentences"] == 4 and stats["max_batch_sentences"] == 3
+    assert stats["rejected_requests"] == 1
+
+
+def test_serve_options_are_checked_before_anything_loads(tmp_path: Path) -> None:
+    bad = CliRunner().invoke(app, ["serve", "--char-limit", "0"])
+    assert bad.exit_code == 2 and "--char-limit must be a positive number" in bad.output
+    bad = CliRunner().invoke(app, ["serve", "--api-keys", str(tmp_path / "none")])
+    assert bad.exit_code == 2 and "does not exist" in bad.output
+    assert "Traceback" not in bad.output

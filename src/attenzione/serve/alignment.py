@@ -9,10 +9,11 @@ The alignment is read off that matrix at the level of words, which is what a rea
 check: subword pieces are grouped into words (a SentencePiece piece starting with ``▁``
 starts a word, and punctuation is a word of its own), the weight from a target word to a
 source word is the mean over the target word's pieces of the summed weight on the source
-word's pieces, and each target word is aligned to the source word it attends to most. ``<eos>`` is left out on both sides. Pairs are
-(source word, target word) indices, also given as a Pharaoh string ("0-0 1-2"), the format of
-fast_align and OpenNMT. Attention is not alignment — a head may look at the next word or at
-punctuation — and the page lets you see where it is and is not.
+word's pieces, and each target word is aligned to the source word it attends to most.
+``<eos>`` is left out on both sides. Pairs are (source word, target word) indices, also given
+as a Pharaoh string ("0-0 1-2"), the format of fast_align and OpenNMT. Attention is not
+alignment — a head may look at the next word or at punctuation — and the page lets you see
+where it is and is not.
 """
 
 from __future__ import annotations

@@ -93,3 +93,36 @@ def post(url: str, body: Any, timeout: float = 120) -> tuple[int, Any]:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
+
+
+def chrome(width: int = 1280, height: int = 1500) -> Any:
+    """Headless Chromium through selenium, or skip the test saying what is missing."""
+    import shutil
+
+    import pytest
+
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if browser is None or driver_path is None:
+        pytest.skip(
+            "headless Chromium (Debian packages chromium, chromium-driver) is not installed"
+        )
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = browser
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+    ):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=DriverService(driver_path), options=opts)

@@ -24,6 +24,7 @@ _PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>attenzione · live translation and attention</title>
+<link rel="icon" href="data:,">
 <style>
 {viewer_css}
 {page_css}
@@ -84,6 +85,7 @@ _DOCS = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <title>attenzione · API</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="docs/assets/swagger-ui.css">
 </head>
 <body>

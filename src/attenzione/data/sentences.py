@@ -28,22 +28,37 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
     out: list[str] = []
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
-        parts = [p.strip() for p in sentencex.segment(language, body)] if body.strip() else []
-        # Cut after each sentence and the whitespace that follows it, at offsets found in the
-        # original line (so nothing sentencex normalised or dropped is lost).
+        # sentencex works on byte offsets and panics on some multi-byte whitespace (seen with
+        # U+00A0 after an abbreviation); it segments a copy whose whitespace is plain spaces,
+        # one character for one, so the offsets found in the copy cut the original.
+        plain = "".join(" " if ch.isspace() else ch for ch in body)
         cuts: list[int] = []
         pos = 0
-        for part in parts[:-1]:
-            found = body.find(part, pos) if part else -1
+        for part in _segment(language, plain)[:-1]:
+            part = part.strip()
+            found = plain.find(part, pos) if part else -1
             if found < 0:  # cannot locate it: the rest of the line stays one segment
                 break
             pos = found + len(part)
-            pos += len(body[pos:]) - len(body[pos:].lstrip())
+            pos += len(plain[pos:]) - len(plain[pos:].lstrip())
             if 0 < pos < len(body):
                 cuts.append(pos)
         bounds = [0, *cuts, len(line)]
         out.extend(line[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a)
     return out
+
+
+def _segment(language: str, text: str) -> list[str]:
+    """sentencex's sentences, or the whole text if it fails (it is Rust: a bug there raises
+    ``PanicException``, a BaseException, which must not take a server thread down)."""
+    if not text.strip():
+        return []
+    try:
+        return list(sentencex.segment(language, text))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:
+        return [text]
 
 
 def strip_segment(segment: str) -> tuple[str, str, str]:

@@ -16,14 +16,16 @@ no page here loads anything from the network.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from attenzione.serve.fields import ApiError, read_fields
 from attenzione.serve.page import docs_html, page_html
@@ -39,6 +41,25 @@ def _swagger_dir() -> Path | None:
     except ImportError:
         return None
     return Path(swagger_ui_bundle.swagger_ui_path)
+
+
+class _CountInFlight:
+    """Pure ASGI middleware counting the HTTP requests being answered (for ``/health`` and
+    the shutdown message); cheaper than a ``@app.middleware`` wrapper on every request."""
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.state.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.state.in_flight -= 1
 
 
 def create_app(service: Service) -> FastAPI:
@@ -62,6 +83,7 @@ def create_app(service: Service) -> FastAPI:
         openapi_url=None,
     )
     app.state.in_flight = 0
+    app.add_middleware(_CountInFlight, state=app.state)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=["*"],
@@ -71,16 +93,6 @@ def create_app(service: Service) -> FastAPI:
     )
     spec = openapi_spec(service)
     max_body = service.settings.max_body
-
-    @app.middleware("http")
-    async def count_in_flight(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        app.state.in_flight += 1
-        try:
-            return await call_next(request)
-        finally:
-            app.state.in_flight -= 1
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:

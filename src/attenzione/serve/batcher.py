@@ -10,8 +10,13 @@ job is to make batches as large as the waiting requests allow:
   a request is never half-admitted);
 * the worker takes the oldest waiting sentence, then every other waiting sentence decoded the
   same way (same beam and number of alternatives), oldest first, up to ``max_sentences`` and a
-  budget of ``max_tokens`` padded source tokens; when the queue holds less than that it waits
-  at most ``max_wait`` seconds (counted from the oldest sentence's arrival) for company;
+  budget of ``max_tokens`` padded source tokens;
+* before it starts a batch it may wait for company, at most ``max_wait`` seconds — but only
+  while fewer sentences are waiting than the previous batch held. Under load, the clients of
+  a finished batch all get their answers at once and send their next requests a few
+  milliseconds later: waiting for them keeps batches large instead of letting them fragment
+  into a convoy of small ones. A lone client never waits (its previous batch held one
+  sentence), so its latency is the direct call's plus HTTP;
 * the :class:`~attenzione.translator.Translator` sorts a batch by length, decodes it, and each
   sentence's future is resolved — the HTTP layer awaits those futures without blocking.
 
@@ -105,7 +110,7 @@ class Batcher:
         max_queue: int = 512,
         max_sentences: int = 64,
         max_tokens: int = 4096,
-        max_wait: float = 0.005,
+        max_wait: float = 0.010,
         length_penalty: float = 1.0,
     ) -> None:
         if max_queue < 1 or max_sentences < 1 or max_tokens < 1 or max_wait < 0:
@@ -122,6 +127,8 @@ class Batcher:
         self.stats = Stats()
         self._queue: deque[_Job] = deque()
         self._running = 0
+        self._last_batch = 1  # sentences in the previous batch: how much company to expect
+        self._free_since = time.monotonic()  # when the worker last finished a batch
         self._cond = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="attenzione-worker", daemon=True)
@@ -196,8 +203,11 @@ class Batcher:
                     self._cond.wait()
                 if not self._queue:
                     return  # stopping, and nothing left to do
-                deadline = self._queue[0].enqueued + self.max_wait
-                while not self._budget_reached() and not self._stopping:
+                deadline = max(self._queue[0].enqueued, self._free_since) + self.max_wait
+                expect = min(self._last_batch, self.max_sentences)
+                while (
+                    len(self._queue) < expect and not self._budget_reached() and not self._stopping
+                ):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -207,6 +217,8 @@ class Batcher:
             self._run(batch)
             with self._cond:
                 self._running = 0
+                self._last_batch = len(batch)
+                self._free_since = time.monotonic()
 
     def _run(self, batch: list[_Job]) -> None:
         """Decode one batch and resolve its futures (with the error, if decoding failed)."""

@@ -142,9 +142,7 @@ def test_sigterm_finishes_requests_in_flight(tmp_path: Path) -> None:
         server.proc.send_signal(signal.SIGTERM)
         for t in threads:
             t.join(300)
-        # uvicorn re-raises the signal once it has shut down cleanly: the conventional
-        # "terminated by SIGTERM" status (143 in a shell), after every answer went out.
-        assert server.proc.wait(120) == -signal.SIGTERM
+        assert server.proc.wait(120) == 0  # a clean stop, after every answer went out
         log = server.output()
     assert "finishing 4 request(s) in flight" in log, log
     assert len(results) == 4 and all(status == 200 for status, _ in results), results

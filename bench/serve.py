@@ -165,7 +165,22 @@ def load(port: int, texts: list[str], clients: int) -> dict[str, Any]:
         "p99_ms": round(1000 * percentile(latencies, 99), 1) if latencies else None,
         "batches": batches,
         "mean_batch": round(sents / batches, 2) if batches else 0,
+        "worker_ms_per_batch": round(
+            1000 * (after["busy_seconds"] - before["busy_seconds"]) / max(batches, 1), 1
+        ),
     }
+
+
+def one_request(conn: http.client.HTTPConnection, text: str) -> float:
+    """Seconds for one /translate on a keep-alive connection (raises on a non-200)."""
+    body = json.dumps({"q": text, "source": "en", "target": "it"})
+    t0 = time.perf_counter()
+    conn.request("POST", "/translate", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    resp.read()
+    if resp.status != 200:
+        raise RuntimeError(f"status {resp.status}")
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -173,6 +188,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--clients", default="1,8,32")
     ap.add_argument("--requests", type=int, default=0, help="per level (0: 48, 8 per client)")
+    ap.add_argument("--rounds", type=int, default=3, help="offline + every level, repeated")
     ap.add_argument("--sentences", type=int, default=256, help="distinct sentences drawn")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--beam", type=int, default=4)
@@ -188,74 +204,73 @@ def main() -> None:
     tr = Translator.from_pretrained()
     tr.translate(pool[:16], beam=args.beam)  # warm-up
     big = [pool[i % len(pool)] for i in range(max(plan.values()))]
-    t0 = time.perf_counter()
-    tr.translate(big, beam=args.beam, batch_size=64)
-    offline = len(big) / (time.perf_counter() - t0)
     single = [pool[i % len(pool)] for i in range(plan.get(1, 48))]
-    direct = []
-    for s in single:
-        t0 = time.perf_counter()
-        tr.translate([s], beam=args.beam)
-        direct.append(time.perf_counter() - t0)
-    print(f"offline batched: {offline:.1f} sentences/s; direct single p50 "
-          f"{1000 * statistics.median(direct):.1f} ms", file=sys.stderr)  # fmt: skip
-
     port = free_port()
     extra = [] if args.wait_ms is None else ["--batch-wait-ms", str(args.wait_ms)]
     proc = start_server(port, args.threads, args.beam, extra)
-    rows = []
+    # The host's speed drifts (by 2x within a minute on this shared machine), so every
+    # comparison is interleaved: direct and HTTP calls alternate sentence by sentence, and
+    # each round measures the offline rate right before its loads.
+    direct: list[float] = []
+    via_http: list[float] = []
+    rounds: list[dict[str, Any]] = []
     try:
         load(port, pool[:16], 4)  # warm-up
-        for c in levels:
-            texts = single if c == 1 else [pool[i % len(pool)] for i in range(plan[c])]
-            rows.append(load(port, texts, c))
-            print(json.dumps(rows[-1]), file=sys.stderr)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for s in single:
+            t0 = time.perf_counter()
+            tr.translate([s], beam=args.beam)
+            direct.append(time.perf_counter() - t0)
+            via_http.append(one_request(conn, s))
+        conn.close()
+        for r in range(args.rounds):
+            t0 = time.perf_counter()
+            tr.translate(big, beam=args.beam, batch_size=64)
+            offline = len(big) / (time.perf_counter() - t0)
+            rows = []
+            for c in levels:
+                texts = single if c == 1 else [pool[i % len(pool)] for i in range(plan[c])]
+                row = load(port, texts, c)
+                row["vs_offline"] = round(row["sentences_per_s"] / offline, 3)
+                rows.append(row)
+            rounds.append({"offline_sentences_per_s": round(offline, 2), "load": rows})
+            print(f"round {r}: offline {offline:.1f}/s; " + json.dumps(rows), file=sys.stderr)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-    # offline again, after the load: a shared machine drifts, so both readings are kept and
-    # the ratios use the faster one (the harder target)
-    t0 = time.perf_counter()
-    tr.translate(big, beam=args.beam, batch_size=64)
-    offline_after = len(big) / (time.perf_counter() - t0)
-    offline_before, offline = offline, max(offline, offline_after)
     result = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
         "threads": args.threads,
         "beam": args.beam,
-        "offline_sentences_per_s": round(offline, 2),
-        "offline_before_after": [round(offline_before, 2), round(offline_after, 2)],
         "direct_p50_ms": round(1000 * statistics.median(direct), 1),
-        "direct_mean_ms": round(1000 * statistics.mean(direct), 1),
-        "load": rows,
+        "http_p50_ms": round(1000 * statistics.median(via_http), 1),
+        "http_vs_direct_p50": round(statistics.median(via_http) / statistics.median(direct), 3),
+        "rounds": rounds,
     }
-    for row in rows:
-        row["vs_offline"] = round(row["sentences_per_s"] / offline, 3)
-        if row["clients"] == 1 and row["p50_ms"]:
-            row["p50_vs_direct"] = round(row["p50_ms"] / result["direct_p50_ms"], 3)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
     print(report(result))
 
 
 def report(r: dict[str, Any]) -> str:
     lines = [
-        f"offline batched Translator.translate: {r['offline_sentences_per_s']} sentences/s "
-        f"(before / after the load: {r['offline_before_after']}); "
-        f"direct single-sentence call: p50 {r['direct_p50_ms']} ms "
-        f"(beam {r['beam']}, {r['threads']} threads, torch {r['torch']}, {r['when']})",
+        f"beam {r['beam']}, {r['threads']} threads, torch {r['torch']}, {r['when']}",
+        f"one client, alternating with direct calls: HTTP p50 {r['http_p50_ms']} ms, direct "
+        f"Translator.translate p50 {r['direct_p50_ms']} ms: {r['http_vs_direct_p50']:.2f}x",
         "",
-        "| clients | requests | errors | req/s | sentences/s | × offline | p50 ms | p95 ms "
-        "| p99 ms | mean batch |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| round | offline sentences/s | clients | requests | errors | req/s | sentences/s "
+        "| × offline | p50 ms | p95 ms | p99 ms | mean batch |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for x in r["load"]:
-        lines.append(
-            f"| {x['clients']} | {x['requests']} | {x['errors']} | {x['requests_per_s']} | "
-            f"{x['sentences_per_s']} | {x['vs_offline']:.2f} | {x['p50_ms']} | {x['p95_ms']} | "
-            f"{x['p99_ms']} | {x['mean_batch']} |"
-        )
+    for i, rnd in enumerate(r["rounds"]):
+        for x in rnd["load"]:
+            lines.append(
+                f"| {i} | {rnd['offline_sentences_per_s']} | {x['clients']} | {x['requests']} | "
+                f"{x['errors']} | {x['requests_per_s']} | {x['sentences_per_s']} | "
+                f"{x['vs_offline']:.2f} | {x['p50_ms']} | {x['p95_ms']} | {x['p99_ms']} | "
+                f"{x['mean_batch']} |"
+            )
     return "\n".join(lines)
 
 

@@ -43,7 +43,7 @@ def serve(
     batch_sentences: int = typer.Option(64, help="Most sentences in one decoding batch."),
     batch_tokens: int = typer.Option(4096, help="Most padded source tokens in one batch."),
     batch_wait_ms: float = typer.Option(
-        10.0, help="How long the worker may wait for more sentences to share a batch."
+        30.0, help="How long the worker may wait for more sentences to share a batch."
     ),
     max_body: int = typer.Option(2 * 1024 * 1024, help="Largest request body in bytes."),
     frontend_timeout: int = typer.Option(500, help="The page's typing debounce, milliseconds."),

@@ -111,7 +111,7 @@ class Batcher:
         max_queue: int = 512,
         max_sentences: int = 64,
         max_tokens: int = 4096,
-        max_wait: float = 0.010,
+        max_wait: float = 0.030,
         length_penalty: float = 1.0,
     ) -> None:
         if max_queue < 1 or max_sentences < 1 or max_tokens < 1 or max_wait < 0:

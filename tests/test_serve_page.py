@@ -105,3 +105,23 @@ def test_page_and_docs_load_nothing_from_the_network(server: Server) -> None:
             page = r.read().decode()
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), path
         assert 'fetch("http' not in page
+
+
+@pytest.mark.timeout(180)
+def test_interactive_docs_render_the_spec_in_headless_chromium(server: Server) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chrome()
+    try:
+        driver.get(server.url + "/docs")
+        WebDriverWait(driver, 60).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, ".opblock")) == 5
+        )
+        paths = {e.text for e in driver.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+        assert {"/translate", "/detect", "/languages", "/frontend/settings", "/health"} <= paths
+        assert not driver.find_elements(By.CSS_SELECTOR, ".errors-wrapper")  # spec accepted
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == [], errors
+    finally:
+        driver.quit()

@@ -209,3 +209,35 @@ def test_cli_output_file_is_written_as_it_goes(translator: Translator, tmp_path:
     assert res.exit_code == 0, res.output
     assert out.read_text().splitlines() == translator.translate(texts)
     assert f"wrote 9 translations to {out}" in res.output
+
+
+@shipped
+def test_shipped_model_keeps_the_numbers_of_a_sentence() -> None:
+    from attenzione.evaluation import number_fidelity
+
+    tr = Translator.from_pretrained()
+    sources = [
+        "The transformer architecture was introduced in 2017.",
+        "I was born in 1990.",
+        "Call me at 555-1234.",
+        "Tom has 37 cats and 12 dogs.",
+    ]
+    out = tr.translate(sources)
+    fid = number_fidelity(sources, out)
+    assert (fid.kept, fid.total) == (5, 5), out
+    raw = tr.translate(sources, fix_numbers=False)
+    # the repair only ever touches numbers: the words of each translation are the model's own
+    strip = str.maketrans("", "", "0123456789-")
+    assert [r.translate(strip) for r in raw] == [o.translate(strip) for o in out]
+
+
+@shipped
+def test_cli_translate_fix_numbers_flag_gives_the_repaired_or_the_raw_output() -> None:
+    tr = Translator.from_pretrained()
+    sentence = "I was born in 2017."
+    for flag, fix in (("--fix-numbers", True), ("--no-fix-numbers", False)):
+        res = CliRunner().invoke(app, ["translate", "--beam", "1", flag, sentence])
+        assert res.exit_code == 0, res.output
+        expected = tr.translate(sentence, beam=1, fix_numbers=fix)[0]
+        assert res.output.strip() == expected
+    assert "2017" in tr.translate(sentence, beam=1)[0]

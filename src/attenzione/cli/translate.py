@@ -66,6 +66,11 @@ def translate(
         1, help="Print the n best beam hypotheses with scores (one sentence).", callback=at_least(1)
     ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
+    fix_numbers: bool = typer.Option(
+        True,
+        "--fix-numbers/--no-fix-numbers",
+        help="Put back source numbers the model garbled (default), or print its raw output.",
+    ),
 ) -> None:
     """Translate sentences with a trained model."""
     with user_errors():
@@ -96,7 +101,9 @@ def translate(
             cfg = DecodeConfig(method="greedy")
         else:
             cfg = DecodeConfig(method="beam", beam_size=beam, length_penalty=length_penalty)
-        results = translator.translate_iter(lines, decode=cfg, batch_size=batch_size)
+        results = translator.translate_iter(
+            lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers
+        )
         if output is None:
             _stream(results, sys.stdout, len(lines), bar=False)
             return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from attenzione.model import Transformer
 from attenzione.translator import Translator
 from attenzione.viz import KINDS, AttentionMaps, display_tokens, plot_attention, save_heatmaps
 from attenzione.viz.html import render_html, save_html
+from serve_helpers import chrome
 
 SENTENCES = [
     f"the {a} {n} is {v} today"
@@ -230,33 +230,6 @@ def test_cli_attention_writes_everything_and_explains(
     assert bad.exit_code == 2 and "--kind" in bad.output
 
 
-def _chrome():  # type: ignore[no-untyped-def]
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    if browser is None or driver_path is None:
-        pytest.skip(
-            "headless Chromium (Debian packages chromium, chromium-driver) is not installed"
-        )
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-    ):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver_path), options=opts)
-
-
 @pytest.mark.timeout(180)
 def test_viewer_in_headless_chromium(maps: AttentionMaps, tmp_path: Path) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
@@ -266,7 +239,7 @@ def test_viewer_in_headless_chromium(maps: AttentionMaps, tmp_path: Path) -> Non
     page = save_html(
         maps, tmp_path / "attention.html", explain=explanation_data(maps, "cross", 1, 0, 2)
     )
-    driver = _chrome()
+    driver = chrome(800, 600)  # headless Chromium's default window
     try:
         driver.get(page.as_uri())
         body = driver.find_element(By.TAG_NAME, "body")

@@ -112,7 +112,8 @@ class Fidelity:
         return f"{self.share:.2%} ({self.kept}/{self.total})"
 
 
-def _kept(items: list[str], hypothesis: str, found: list[str], alternates: bool) -> int:
+def _kept(items: list[str], found: list[str], alternates: bool) -> int:
+    """How many of ``items`` are among ``found``, each found item used once."""
     pool = Counter(found)
     kept = 0
     for item in items:
@@ -144,7 +145,7 @@ def copy_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> dict[str
             s, h = (_URL.sub(" ", src), _URL.sub(" ", hyp)) if name == "code" else (src, hyp)
             items = pattern.findall(s)
             out[name].total += len(items)
-            out[name].kept += _kept(items, h, pattern.findall(h), name == "numbers")
+            out[name].kept += _kept(items, pattern.findall(h), name == "numbers")
         names = _NAME.findall(src)
         out["names"].total += len(names)
         out["names"].kept += sum(1 for n in names if re.search(rf"\b{re.escape(n)}\b", hyp))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from attenzione.data.numbers import NUMBER, swap_separators
+from attenzione.data.numbers import NUMBER, take
 
 
 @dataclass
@@ -115,14 +115,7 @@ class Fidelity:
 def _kept(items: list[str], found: list[str], alternates: bool) -> int:
     """How many of ``items`` are among ``found``, each found item used once."""
     pool = Counter(found)
-    kept = 0
-    for item in items:
-        for form in (item, swap_separators(item)) if alternates else (item,):
-            if pool[form] > 0:
-                pool[form] -= 1
-                kept += 1
-                break
-    return kept
+    return sum(take(pool, item, other_separators=alternates) for item in items)
 
 
 def number_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> Fidelity:

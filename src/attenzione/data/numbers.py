@@ -33,6 +33,15 @@ def swap_separators(number: str) -> str:
     return number.translate(str.maketrans(",.", ".,"))
 
 
+def take(pool: Counter[str], number: str, *, other_separators: bool = True) -> bool:
+    """Use up one ``number`` from ``pool`` (as written, or with the other separators)."""
+    for form in (number, swap_separators(number)) if other_separators else (number,):
+        if pool[form] > 0:
+            pool[form] -= 1
+            return True
+    return False
+
+
 def repair_numbers(source: str, translation: str) -> str:
     """``translation`` with each number the source lacks replaced by a missing source number."""
     wanted = Counter(numbers(source))
@@ -42,12 +51,7 @@ def repair_numbers(source: str, translation: str) -> str:
     # first pass: which translation numbers reproduce a source number (as is, or localised)
     stray: list[re.Match[str]] = []
     for m in found:
-        n = m.group(0)
-        for form in (n, swap_separators(n)):
-            if wanted[form] > 0:
-                wanted[form] -= 1
-                break
-        else:
+        if not take(wanted, m.group(0)):
             stray.append(m)
     missing: list[str] = []  # source numbers not reproduced, in source order
     for n in numbers(source):

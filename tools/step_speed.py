@@ -1,0 +1,53 @@
+"""Training-step speed of a preset's shape at a given vocabulary size, fp32 and bf16.
+
+    python tools/step_speed.py broad 2 16000     # preset, threads, vocabulary
+
+One fixed batch of 160 pairs × 25 target tokens (4,000 tokens, the broad run's budget),
+forward + label-smoothed loss + backward + AdamW, four steps each; prints the step times and
+target tokens/s of the fastest step after the first. Stop any trainer first: a figure taken
+beside one measures the contention. docs/tokenizer-study.md cites it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import nullcontext
+
+import torch
+
+from attenzione.config import ModelConfig
+from attenzione.model import Transformer
+from attenzione.training.loss import label_smoothed_loss
+from attenzione.training.presets import get_preset
+
+
+def main() -> None:
+    name, threads, vocab = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    torch.set_num_threads(threads)
+    shape = dict(get_preset(name).model)
+    model = Transformer(ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **shape)).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    batch, length = 160, 25
+    src = torch.randint(4, vocab, (batch, length))
+    tgt = torch.randint(4, vocab, (batch, length + 1))
+    for bf16 in (False, True):
+        times = []
+        for _ in range(4):
+            start = time.perf_counter()
+            ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
+            with ctx:
+                logits = model(src, tgt[:, :-1]).logits
+            loss, _, n = label_smoothed_loss(logits, tgt[:, 1:], pad_id=0, smoothing=0.1)
+            (loss / n).backward()
+            opt.step()
+            opt.zero_grad()
+            times.append(time.perf_counter() - start)
+        best = batch * length / min(times[1:])
+        label = "bf16" if bf16 else "fp32"
+        steps = [round(t, 2) for t in times]
+        print(f"{name} {label} vocab {vocab}: steps {steps} s, {best:.0f} tok/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -40,15 +40,35 @@ async def _body(request: Request, max_bytes: int) -> bytes:
     """The body, refused with 413 past ``max_bytes`` without reading the rest into memory."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
+        await _discard(request, 16 * max_bytes)
         raise ApiError(413, f"Invalid request: body of {declared} bytes exceeds {max_bytes}")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > max_bytes:
-            raise ApiError(413, f"Invalid request: body exceeds {max_bytes} bytes")
+        if size > max_bytes:  # keep reading (and dropping) the rest: see _discard
+            chunks.clear()
+            if size > 16 * max_bytes:
+                break
+            continue
         chunks.append(chunk)
+    if size > max_bytes:
+        raise ApiError(413, f"Invalid request: body exceeds {max_bytes} bytes")
     return b"".join(chunks)
+
+
+async def _discard(request: Request, limit: int) -> None:
+    """Read and drop the rest of an oversized body (up to ``limit`` bytes).
+
+    Answering 413 while the client is still sending makes the server close a connection
+    with unread data, and the client then sees a reset instead of the answer; draining
+    first lets it finish sending and read the 413. Nothing is kept in memory.
+    """
+    seen = 0
+    async for chunk in request.stream():
+        seen += len(chunk)
+        if seen > limit:
+            return
 
 
 async def read_fields(request: Request, max_bytes: int) -> dict[str, Any]:

@@ -30,6 +30,7 @@ LAYERS = {
     "precision": 4,
     "data": 5,
     "model_dir": 5,
+    "averaging": 6,
     "training": 6,
     "translator": 6,
     "evaluation": 6,

@@ -409,3 +409,49 @@ def test_glove50_preset_trains_from_a_glove_file_and_reports_coverage(
     cat = src_tok.encode("cat")[0]
     weight = tr.model.src_embed.weight
     torch.testing.assert_close(weight[cat], vectors[words.index("cat")], atol=1e-4, rtol=0)
+
+
+def test_snapshots_are_kept_and_averaged_into_a_model(corpus: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from attenzione.averaging import average_weights, snapshot_steps
+
+    out = tmp_path / "run"
+    train(_cfg(corpus, out, max_steps=40, eval_every=10, keep_snapshots=3), **QUIET)
+    assert snapshot_steps(out) == [20, 30, 40]  # one per save of last/, the last three kept
+    res = CliRunner().invoke(app, ["average", str(out), "--last", "2", "--out", str(out / "avg")])
+    assert res.exit_code == 0, res.output
+    assert "steps 30, 40" in res.output
+    a = load_file(str(out / "snapshots" / "step-30.safetensors"))
+    b = load_file(str(out / "snapshots" / "step-40.safetensors"))
+    averaged = load_model(out / "avg").state_dict()
+    for name, tensor in a.items():
+        torch.testing.assert_close(averaged[name], (tensor + b[name]) / 2)
+    assert not torch.equal(
+        a["src_embed.embedding.weight"], b["src_embed.embedding.weight"]
+    )  # they did differ
+    info = json.loads((out / "avg" / "info.json").read_text())
+    assert info["averaged_steps"] == [30, 40] and info["dev_bleu_greedy"] is None
+    # a model directory like any other: it loads with its tokenizers and decodes
+    assert len(Translator.from_pretrained(out / "avg").translate(["ab", "ba"])) == 2
+    # the library function gives the same mean
+    mean = average_weights([out / "snapshots" / f"step-{s}.safetensors" for s in (30, 40)])
+    torch.testing.assert_close(
+        mean["src_embed.embedding.weight"], averaged["src_embed.embedding.weight"]
+    )
+
+
+def test_average_errors_are_one_line(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    train(_cfg(corpus, out, max_steps=10, eval_every=10), **QUIET)
+    runner = CliRunner()
+    res = runner.invoke(app, ["average", str(out), "--out", str(tmp_path / "avg")])
+    assert res.exit_code == 2 and "holds no snapshots" in res.output, res.output
+    res = runner.invoke(app, ["average", str(tmp_path / "nothing"), "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "nothing a training run?" in res.output, res.output
+    train(_cfg(corpus, out, max_steps=20, eval_every=10, keep_snapshots=2), resume=True, **QUIET)
+    res = runner.invoke(app, ["average", str(out), "--steps", "5,20", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "no snapshot of step 5" in res.output, res.output
+    res = runner.invoke(app, ["average", str(out), "--steps", "x", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--steps takes step numbers" in res.output, res.output
+    assert "Traceback" not in res.output

@@ -222,6 +222,7 @@ class TrainConfig(_JsonMixin):
     dev_bleu_sentences: int = 500
     eval_every: int = 1000
     save_every_minutes: float = 10.0
+    keep_snapshots: int = 0  # weights of the last K saves of last/, for averaging
     patience: int = 0
     max_src_tokens: int = 100
     vocab_size: int = 8000
@@ -255,6 +256,7 @@ class TrainConfig(_JsonMixin):
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
             object.__setattr__(self, name, tuple(getattr(self, name)))
         _check(self.data_weight > 0, f"data_weight must be > 0, got {self.data_weight}")
+        _check(self.keep_snapshots >= 0, f"keep_snapshots must be >= 0, got {self.keep_snapshots}")
         _check(
             0.0 <= self.number_augment <= 1.0,
             f"number_augment must be in [0, 1], got {self.number_augment}",

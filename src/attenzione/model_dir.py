@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def _tied_names(model: nn.Module) -> set[str]:
     return tied
 
 
-def _unshared_state(model: nn.Module, dtype: torch.dtype | None) -> dict[str, Tensor]:
+def unshared_state(model: nn.Module, dtype: torch.dtype | None) -> dict[str, Tensor]:
     """The state dict without aliases (safetensors stores each tensor once), optionally cast."""
     tied = _tied_names(model)
     out = {}
@@ -153,7 +154,7 @@ def save_weights(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = _unshared_state(model, dtype)
+    state = unshared_state(model, dtype)
     atomic.write_file(directory / WEIGHTS_NAME, lambda p: save_file(state, str(p)))
     atomic.write_text(directory / CONFIG_NAME, model.config.to_json() + "\n")
 
@@ -175,8 +176,6 @@ def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transform
 
     Never unpickles. Every mismatch between the two files is reported with the file's name.
     """
-    from safetensors.torch import load_file
-
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"model directory {directory} does not exist")
@@ -186,10 +185,17 @@ def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transform
     cfg = read_config(directory)
     model = build_model(cfg, str(directory / CONFIG_NAME))
     weights = directory / WEIGHTS_NAME
-    try:
-        state = load_file(str(weights), device=map_location)
-    except Exception as exc:  # safetensors raises its own error types for damaged files
-        raise ValueError(f"{weights} is not a readable safetensors file ({exc})") from None
+    state = load_weights_file(weights, map_location)
+    check_state(model, state, str(weights))
+    own = model.state_dict()
+    state = {k: v.to(own[k].dtype) for k, v in state.items()}
+    model.load_state_dict(state, strict=False)
+    return model
+
+
+def check_state(model: nn.Module, state: dict[str, Tensor], where: str) -> None:
+    """A ValueError naming ``where`` unless ``state`` holds exactly the model's (untied)
+    tensors, each with the model's shape."""
     own = model.state_dict()
     tied = _tied_names(model)
     missing = [k for k in own if k not in state and k not in tied]
@@ -207,10 +213,7 @@ def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transform
             problems.append(f"missing {missing[:5]}")
         if unexpected:
             problems.append(f"unexpected {unexpected[:5]}")
-        raise ValueError(f"{weights} does not match {CONFIG_NAME}: {'; '.join(problems)}")
-    state = {k: v.to(own[k].dtype) for k, v in state.items()}
-    model.load_state_dict(state, strict=False)
-    return model
+        raise ValueError(f"{where} does not match {CONFIG_NAME}: {'; '.join(problems)}")
 
 
 # ---------------------------------------------------------------------------- tokenizers, info
@@ -305,3 +308,47 @@ def find_model_dir(directory: str | Path, *, resumable: bool = False) -> Path | 
     """
     required = RESUME_FILES if resumable else MODEL_FILES
     return atomic.find_complete(directory, lambda d: is_complete(d, required))
+
+
+# ---------------------------------------------------------------------------- snapshots
+# A run's snapshots are bare weight files, RUN/snapshots/step-N.safetensors, one per save of
+# last/ (attenzione.averaging averages them); the config and tokenizers are last/'s.
+SNAPSHOTS = "snapshots"
+_SNAPSHOT = re.compile(r"^step-(\d+)\.safetensors$")
+
+
+def snapshot_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / SNAPSHOTS / f"step-{step}.safetensors"
+
+
+def snapshot_steps(run_dir: str | Path) -> list[int]:
+    """The steps of the snapshots a run holds, oldest first."""
+    folder = Path(run_dir) / SNAPSHOTS
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _SNAPSHOT.match(p.name)))
+
+
+def save_snapshot(run_dir: str | Path, model: nn.Module, step: int, keep: int) -> Path:
+    """Write the weights as the snapshot of ``step`` (atomically); keep the last ``keep``."""
+    from safetensors.torch import save_file
+
+    path = snapshot_path(run_dir, step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = unshared_state(model, None)
+    atomic.write_file(path, lambda p: save_file(state, str(p)))
+    for old in snapshot_steps(run_dir)[:-keep]:
+        snapshot_path(run_dir, old).unlink(missing_ok=True)
+    return path
+
+
+def load_weights_file(path: str | Path, map_location: str = "cpu") -> dict[str, Tensor]:
+    """The tensors of one weights file; a damaged file is a ValueError."""
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path), device=map_location)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found") from None
+    except Exception as exc:  # safetensors raises its own error types for damaged files
+        raise ValueError(f"{path} is not a readable safetensors file ({exc})") from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from attenzione.cli import attention, embeddings, evaluate, serve, train, translate
+from attenzione.cli import attention, average, embeddings, evaluate, serve, train, translate
 
 app = typer.Typer(
     name="attenzione",
@@ -20,6 +20,7 @@ app = typer.Typer(
 app.command("translate")(translate.translate)
 app.command("train")(train.train)
 app.command("evaluate")(evaluate.evaluate)
+app.command("average")(average.average)
 app.command("attention")(attention.attention)
 app.command("serve")(serve.serve)
 app.add_typer(embeddings.app, name="embeddings")

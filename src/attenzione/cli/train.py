@@ -122,6 +122,17 @@ def train(
         help="Stop after N evaluations without a dev BLEU gain (0 = never).",
         callback=at_least(0),
     ),
+    save_every_minutes: float = typer.Option(
+        10.0,
+        help="Also save last/ every N minutes between evaluations.",
+        callback=in_range(0, float("inf"), low_open=True),
+    ),
+    keep_snapshots: int = typer.Option(
+        0,
+        help="Keep the weights of the last K saves of last/ in RUN/snapshots/, for "
+        "`attenzione average` (0 = none).",
+        callback=at_least(0),
+    ),
     dev_size: int = typer.Option(
         2000, help="Held-out dev pairs (disjoint by sentence).", callback=at_least(1)
     ),

@@ -32,6 +32,8 @@ RESUME_MAY_CHANGE = frozenset(
         "num_threads",
         "device",
         "attribution",
+        "save_every_minutes",
+        "keep_snapshots",
     }
 )
 LOG_EVERY = 50  # steps between train-loss records

@@ -3,7 +3,9 @@
 Each optimizer step is :func:`~attenzione.training.step.train_step`. Every ``eval_every``
 steps rank 0 measures dev loss and dev BLEU (greedy) and writes ``best/`` when BLEU improves;
 ``last/`` is written at every evaluation, every ``save_every_minutes`` and at the end,
-atomically (:mod:`attenzione.model_dir`).
+atomically (:mod:`attenzione.model_dir`); with ``keep_snapshots`` K, the weights of each of
+those saves are kept too, the last K of them, for checkpoint averaging
+(:mod:`attenzione.averaging`).
 
 Resuming restores the model, the optimizer moments, the step, the RNG states and the position
 in the epoch's batch order (batches are a pure function of seed and epoch), so an interrupted
@@ -173,6 +175,10 @@ class Trainer:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
         if self.rank != 0:
             return
+        if name == "last" and self.cfg.keep_snapshots:
+            model_dir.save_snapshot(
+                self.run_dir, self.model, self.progress.step, self.cfg.keep_snapshots
+            )
         model_dir.write_model_dir(
             self.run_dir / name,
             self.model,

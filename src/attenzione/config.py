@@ -251,6 +251,8 @@ class TrainConfig(_JsonMixin):
     device: str = "auto"
     # whom info.json credits for the data; None: what the corpora say (data.attribution)
     attribution: str | None = None
+    # a trained model directory whose weights start this run (training.warm_start)
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back

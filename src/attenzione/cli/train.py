@@ -72,6 +72,17 @@ def train(
     byte_fallback: bool | None = typer.Option(
         None, "--byte-fallback/--no-byte-fallback", help="SentencePiece: bytes instead of <unk>."
     ),
+    tokenizer_sample: int | None = typer.Option(
+        None,
+        help="Train SentencePiece on a seeded sample of this many sentences (0 = all; "
+        "default: the preset's).",
+        callback=at_least(0),
+    ),
+    init_from: Path | None = typer.Option(
+        None,
+        help="Start from this trained model directory's weights (same shape as the preset; "
+        "a different vocabulary is carried over piece by piece). Ignored with --resume.",
+    ),
     out: Path = typer.Option(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
@@ -194,7 +205,7 @@ def train(
 
 
 # Parameters that are not TrainConfig fields (or need translating into them).
-NOT_FIELDS = {"resume", "no_clean", "data", "exclude", "glove", "out"}
+NOT_FIELDS = {"resume", "no_clean", "data", "exclude", "glove", "out", "init_from"}
 CLEANING = ("clean_max_words", "clean_max_ratio", "clean_identical_min_words")
 SWITCHES = ("clean_placeholders", "clean_untranslated", "strip_accelerators")
 
@@ -228,6 +239,7 @@ def train_config(params: dict[str, Any]) -> Any:
         exclude=tuple(str(e) for e in params["exclude"]),
         extra_dev=tuple(params["extra_dev"]),
         glove=str(params["glove"]) if params["glove"] else None,
+        init_from=str(params["init_from"]) if params["init_from"] else None,
         out=str(params["out"]),
     )
     return TrainConfig(**values)

@@ -50,6 +50,7 @@ from attenzione.training.step import (
     resolve_device,
     train_step,
 )
+from attenzione.training.warm_start import find_init_dir, warm_start
 from attenzione.translator import Translator
 
 LOG_EVERY = 50  # steps between train-loss records
@@ -84,10 +85,17 @@ class Trainer:
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
+        if cfg.init_from and self.resume_from is None:
+            find_init_dir(cfg.init_from)  # a wrong path fails now, not after the data work
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         self.data = self._prepare_data()
-        self.model = build_model(cfg, self.preset, self.data).to(self.device)
+        self.model = build_model(cfg, self.preset, self.data)
+        if cfg.init_from and self.resume_from is None:  # a resumed run has its own weights
+            self.data.notes.append(
+                warm_start(self.model, self.data.src_tok, self.data.tgt_tok, cfg.init_from)
+            )
+        self.model.to(self.device)
         if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
             self.data.notes.append(f"--bf16: {bf16_note}")
         for note in self.data.notes:  # after the model: GloVe coverage is one of them
@@ -166,6 +174,7 @@ class Trainer:
             "max_src_tokens": self.cfg.max_src_tokens,
             "data": str(self.cfg.data),
             "corpora": [str(self.cfg.data), *self.cfg.extra_data],
+            "initialised_from": self.cfg.init_from,
             **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
             "attribution": self.attribution,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -184,3 +185,39 @@ def test_serve_options_are_checked_before_anything_loads(tmp_path: Path) -> None
     bad = CliRunner().invoke(app, ["serve", "--api-keys", str(tmp_path / "none")])
     assert bad.exit_code == 2 and "does not exist" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_a_request_stops_counting_as_its_last_byte_is_sent() -> None:
+    """The client may read its whole answer before the handler returns: by then the request
+    must no longer count as in flight (the shutdown message and /health rely on it)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from attenzione.serve.app import _CountInFlight
+
+    state = SimpleNamespace(in_flight=0)
+    seen: list[int] = []
+
+    async def handler(scope: object, receive: object, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        await send({"type": "http.response.body", "body": b"b"})
+        seen.append(state.in_flight)  # after the last byte, before returning
+
+    async def client_side(message: dict[str, Any]) -> None:
+        seen.append(state.in_flight)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b""}
+
+    counted = _CountInFlight(handler, state)
+    asyncio.run(counted({"type": "http"}, receive, client_side))
+    # start and first chunk: counted; the last chunk arrives with the count already down
+    assert seen == [1, 1, 0, 0] and state.in_flight == 0
+
+    async def failing(scope: object, receive: object, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(_CountInFlight(failing, state)({"type": "http"}, receive, client_side))
+    assert state.in_flight == 0  # a failed request is not counted forever either

@@ -25,7 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from attenzione.serve.fields import ApiError, read_fields
 from attenzione.serve.page import docs_html, page_html
@@ -56,10 +56,25 @@ class _CountInFlight:
             await self.app(scope, receive, send)
             return
         self.state.in_flight += 1
+        done = False
+
+        def finish() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.state.in_flight -= 1
+
+        async def counted_send(message: Message) -> None:
+            # A request stops counting as its last byte is handed over, before the client
+            # can see it: a client that got its answer never finds itself still counted.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                finish()
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, counted_send)
         finally:
-            self.state.in_flight -= 1
+            finish()
 
 
 def create_app(service: Service) -> FastAPI:

@@ -7,7 +7,9 @@ splits and on every extra dev set of the run (``data/dev-NAME.tsv``, e.g. FLORES
 sacreBLEU BLEU and chrF and the share of numbers (URLs, code, names) copied unchanged, and
 writes ``src/attenzione/pretrained/en-it`` with fp16 weights, the tokenizers and an
 ``info.json`` carrying the scores, the training facts and the attribution of every corpus
-the run trained on. The figures in the README come from this script's output.
+the run trained on (and, for a warm-started run, what it started from: the model it was
+initialised with and that model's training hours). The figures in the README come from this
+script's output.
 """
 
 from __future__ import annotations
@@ -117,6 +119,19 @@ def main() -> None:
     tr.info["attribution"] = "\n".join(
         ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
     )
+    init = tr.info.get("initialised_from")
+    if init:  # a warm start: say what it started from, before that model is replaced
+        prior = Translator.from_pretrained(init).info
+        tr.info["initialised_from"] = {
+            "model": str(init),
+            "preset": prior.get("preset"),
+            "step": prior.get("step"),
+            "train_hours": prior.get("train_hours_with_init", prior.get("train_hours")),
+            "corpora": prior.get("corpora", [prior.get("data")]),
+        }
+        tr.info["train_hours_with_init"] = round(
+            tr.info["train_hours"] + (tr.info["initialised_from"]["train_hours"] or 0.0), 3
+        )
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)

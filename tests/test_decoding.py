@@ -285,3 +285,31 @@ def test_min_len_forbids_an_early_eos(method: str) -> None:
     assert all(h[0].tokens == [] for h in free)
     assert all(len(h[0].tokens) == 6 for h in forced)
     assert all(model.config.eos_id not in h[0].tokens for h in forced)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        DecodeConfig(method="greedy"),
+        DecodeConfig(method="beam", beam_size=3, n_best=3),
+        DecodeConfig(method="sample", seed=5),
+    ],
+    ids=["greedy", "beam", "sample"],
+)
+def test_banned_tokens_never_appear_and_follow_their_sentence(cfg: DecodeConfig) -> None:
+    model = _tiny_model()
+    src = _batch()
+    free = generate(model, src, cfg)
+    # ban, in each sentence, every token its unconstrained output used (never <eos>)
+    banned = torch.zeros(src.shape[0], 29, dtype=torch.bool)
+    for row, hyps in enumerate(free):
+        for h in hyps:
+            banned[row, h.tokens] = True
+    assert banned.any()
+    out = generate(model, src, cfg, banned=banned)
+    for row, hyps in enumerate(out):
+        for h in hyps:
+            assert not banned[row, h.tokens].any(), (row, h.tokens)
+    # nothing banned: exactly the unconstrained decoding
+    none = generate(model, src, cfg, banned=torch.zeros_like(banned))
+    assert [[h.tokens for h in s] for s in none] == [[h.tokens for h in s] for s in free]

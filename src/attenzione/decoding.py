@@ -263,12 +263,17 @@ STRATEGIES: dict[str, type[Strategy]] = {
 
 @torch.inference_mode()
 def generate(
-    model: DecodingModel, src_ids: Tensor, cfg: DecodeConfig | None = None
+    model: DecodingModel,
+    src_ids: Tensor,
+    cfg: DecodeConfig | None = None,
+    *,
+    banned: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
-    Returns, per sentence, its hypotheses best first (one for greedy and sampling, up to
-    ``n_best`` for beam search).
+    ``banned``: (B,V) booleans, the tokens each sentence may never produce (``<eos>`` must
+    stay allowed). Returns, per sentence, its hypotheses best first (one for greedy and
+    sampling, up to ``n_best`` for beam search).
     """
     cfg = cfg or DecodeConfig()
     mc = model.config
@@ -279,16 +284,20 @@ def generate(
     rows = strategy.start()
     if rows is not None:
         cache.reorder(rows)
+        banned = None if banned is None else banned[rows]
     n = src_ids.shape[0] if rows is None else rows.shape[0]
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
     for step in range(int(limits.max())):
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
         if step < cfg.min_len:
             logits[:, mc.eos_id] = float("-inf")
+        if banned is not None:
+            logits.masked_fill_(banned, float("-inf"))
         chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1))
         if chosen is None:
             break
         if chosen.rows is not None:
             cache.reorder(chosen.rows)
+            banned = None if banned is None else banned[chosen.rows]
         cur = chosen.tokens[:, None]  # (N,1): only the new token goes through the decoder
     return strategy.results()

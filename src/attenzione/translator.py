@@ -61,6 +61,12 @@ class ScoredTranslation:
     pieces: int = 1  # > 1: the sentence was too long and was translated in this many pieces
 
 
+def _byte_pieces(tok: Tokenizer) -> dict[str, int]:
+    """The byte-fallback pieces of a vocabulary (``<0x00>``…``<0xFF>``) and their ids."""
+    pieces = (tok.id_to_token(i) for i in range(tok.vocab_size))
+    return {p: i for i, p in enumerate(pieces) if p.startswith("<0x") and p.endswith(">")}
+
+
 class Translator:
     """A trained model with its tokenizers. Build one with :meth:`from_pretrained`."""
 
@@ -80,6 +86,9 @@ class Translator:
         limit = max_src_tokens or int(self.info.get("max_src_tokens", 100))
         # The source also carries <eos>, and positions must exist for it.
         self.max_src_tokens = min(limit, model.config.max_len - 1)
+        # (source id or -1, target id) of every byte piece of the target vocabulary
+        src_bytes = _byte_pieces(src_tokenizer)
+        self._byte_ids = [(src_bytes.get(p, -1), i) for p, i in _byte_pieces(tgt_tokenizer).items()]
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -172,9 +181,25 @@ class Translator:
             batch = torch.full((len(group), width), pad, dtype=torch.long, device=device)
             for row, i in enumerate(group):
                 batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
-            for i, hyps in zip(group, generate(self.model, batch, cfg), strict=True):
+            banned = self._byte_bans(batch)
+            for i, hyps in zip(group, generate(self.model, batch, cfg, banned=banned), strict=True):
                 results[i] = hyps
         return results
+
+    def _byte_bans(self, batch: torch.Tensor) -> torch.Tensor | None:
+        """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those
+        its source was spelled with. A tokenizer with byte fallback spells in bytes only what
+        its vocabulary lacks; such a character in the output can only be one copied from the
+        source, and a stray byte elsewhere would decode as "�". None without byte pieces."""
+        if not self._byte_ids:
+            return None
+        v = self.model.config.tgt_vocab_size
+        banned = torch.zeros((batch.shape[0], v), dtype=torch.bool, device=batch.device)
+        src_ids = torch.tensor([s for s, _ in self._byte_ids], device=batch.device)
+        tgt_ids = torch.tensor([t for _, t in self._byte_ids], device=batch.device)
+        in_source = (batch[:, :, None] == src_ids[None, None, :]).any(dim=1)  # (B, n_bytes)
+        banned[:, tgt_ids] = ~in_source
+        return banned
 
     def translate(
         self,

@@ -313,3 +313,13 @@ def test_banned_tokens_never_appear_and_follow_their_sentence(cfg: DecodeConfig)
     # nothing banned: exactly the unconstrained decoding
     none = generate(model, src, cfg, banned=torch.zeros_like(banned))
     assert [[h.tokens for h in s] for s in none] == [[h.tokens for h in s] for s in free]
+
+
+def test_a_malformed_ban_is_refused() -> None:
+    model, src = _tiny_model(), _batch()
+    with pytest.raises(ValueError, match="shape"):
+        generate(model, src, banned=torch.zeros(2, 29, dtype=torch.bool))
+    eos = torch.zeros(src.shape[0], 29, dtype=torch.bool)
+    eos[:, EOS] = True
+    with pytest.raises(ValueError, match="<eos>"):
+        generate(model, src, banned=eos)

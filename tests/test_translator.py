@@ -268,12 +268,15 @@ def test_byte_pieces_are_produced_only_to_copy_the_source() -> None:
     source = "the red cat is here, Dvořák"  # letters the vocabulary lacks: byte pieces
     allowed = byte_ids & set(tok.encode(source))
     assert 2 <= len(allowed) < 20
-    outputs = tr.translate_ids(
-        [tr.encode_source(source), tr.encode_source("the old dog is there")],
+    for decode in (
         DecodeConfig(method="sample", seed=1, n_best=1, max_len_a=0, max_len_b=40),
-    )
-    with_bytes, without = ({t for h in hyps for t in h.tokens} for hyps in outputs)
-    assert with_bytes & byte_ids <= allowed and not without & byte_ids
+        DecodeConfig(method="beam", beam_size=4, n_best=4, max_len_a=0, max_len_b=40),
+    ):
+        outputs = tr.translate_ids(
+            [tr.encode_source(source), tr.encode_source("the old dog is there")], decode
+        )
+        with_bytes, without = ({t for h in hyps for t in h.tokens} for hyps in outputs)
+        assert with_bytes & byte_ids <= allowed and not without & byte_ids
     # without the ban the same sampling does produce stray bytes: the check above can fail
     tr._byte_ids = []
     stray = tr.translate_ids(

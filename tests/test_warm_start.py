@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ from attenzione import model_dir
 from attenzione.cli import app
 from attenzione.config import TrainConfig
 from attenzione.data import SentencePieceTokenizer
+from attenzione.data.tokenizers import WORD_START, is_byte_piece
 from attenzione.training.dev_eval import dev_loss
 from attenzione.training.trainer import Trainer, train
-from attenzione.training.warm_start import WORD_START, transfer_embeddings
+from attenzione.training.warm_start import transfer_embeddings
 from attenzione.translator import Translator
 from toy_corpus import write_toy_corpus
 
@@ -86,6 +88,26 @@ def test_new_vocabulary_starts_far_ahead_of_a_cold_start(
     assert warm.data.src_tok.vocab_size == 52
     assert any("initialised from" in note and "composed" in note for note in warm.data.notes)
     assert _loss(warm) < 0.6 * _loss(cold)
+    assert not (tmp_path / "cold" / "init.json").exists()
+
+
+def test_the_run_records_what_it_started_from(corpus: Path, teacher: Path, tmp_path: Path) -> None:
+    out = tmp_path / "warm"
+    train(_cfg(corpus, out, vocab_size=52, init_from=str(teacher), max_steps=20), **QUIET)
+    teacher_info = json.loads((teacher / "info.json").read_text())
+    init = json.loads((out / "init.json").read_text())
+    assert init["model"] == str(teacher.resolve()) and init["step"] == teacher_info["step"] == 300
+    assert init["train_hours"] == teacher_info["train_hours"]
+    info = json.loads((out / "last" / "info.json").read_text())
+    assert info["initialised_from"] == init
+    hours = info["train_hours"] + init["train_hours"]
+    assert info["train_hours_with_init"] == pytest.approx(hours, abs=0.0011)
+    # a resumed run still knows, and does not start from the teacher again
+    train(
+        _cfg(corpus, out, vocab_size=52, init_from=str(teacher), max_steps=30), resume=True, **QUIET
+    )
+    info = json.loads((out / "last" / "info.json").read_text())
+    assert info["step"] == 30 and info["initialised_from"] == init
 
 
 def _spm(texts: list[str], size: int, byte_fallback: bool) -> SentencePieceTokenizer:
@@ -101,7 +123,7 @@ def test_rows_are_copied_composed_or_left_new(corpus: Path) -> None:
     before = new_table.clone()
     counts = transfer_embeddings(new_table, new_tok, old_table, old_tok)
     old_ids = {old_tok.id_to_token(j): j for j in range(old_tok.vocab_size)}
-    seen = {"copied": 0, "composed": 0, "fresh": 0}
+    seen = {"copied": 0, "composed": 0, "continued": 0, "fresh": 0}
     for i in range(new_tok.vocab_size):
         piece = new_tok.id_to_token(i)
         if piece in old_ids:
@@ -116,9 +138,32 @@ def test_rows_are_copied_composed_or_left_new(corpus: Path) -> None:
             ids = [j for j in ids if old_tok.id_to_token(j) != WORD_START]
             assert torch.allclose(new_table[i], old_table[ids].mean(0), atol=1e-6), piece
             seen["composed"] += 1
+        else:  # a continuation piece: spelled as the continuation, not as a word start
+            ids = [j for j in old_tok.encode(piece) if old_tok.id_to_token(j) != WORD_START]
+            first = old_tok.id_to_token(ids[0])
+            if first.startswith(WORD_START) and first[1:] in old_ids:
+                ids[0] = old_ids[first[1:]]
+            assert torch.allclose(new_table[i], old_table[ids].mean(0), atol=1e-6), piece
+            seen["continued"] += 1
     assert seen["copied"] == counts.copied > 30
-    assert seen["composed"] >= 1 and counts.composed >= seen["composed"]
-    assert seen["fresh"] <= counts.fresh
+    assert seen["fresh"] == counts.fresh == 256 - sum(map(is_byte_piece, old_ids))
+    assert counts.unknown == 0  # the toy text has no character the old vocabulary lacks
+    assert seen["composed"] >= 1 and seen["continued"] >= 1
+    assert counts.composed == seen["composed"] + seen["continued"]
+    assert counts.copied + counts.composed + counts.unknown + counts.fresh == new_tok.vocab_size
+
+
+def test_a_character_the_old_vocabulary_lacked_starts_from_its_unk(corpus: Path) -> None:
+    texts = corpus.read_text(encoding="utf-8").replace("\t", "\n").splitlines()
+    old_tok = _spm(texts, 40, False)
+    new_tok = _spm([*texts, "{ } « »"] * 2, 56, False)
+    old_table = torch.randn(old_tok.vocab_size, 8)
+    new_table = torch.zeros(new_tok.vocab_size, 8)
+    counts = transfer_embeddings(new_table, new_tok, old_table, old_tok)
+    assert counts.unknown >= 1
+    brace = new_tok.encode("{")
+    assert old_tok.encode("{") == [old_tok.unk_id] or old_tok.unk_id in old_tok.encode("{")
+    assert any(torch.equal(new_table[i], old_table[old_tok.unk_id]) for i in brace)
 
 
 def test_cli_refuses_a_model_of_another_shape(corpus: Path, teacher: Path, tmp_path: Path) -> None:
@@ -131,6 +176,7 @@ def test_cli_refuses_a_model_of_another_shape(corpus: Path, teacher: Path, tmp_p
     assert res.exit_code == 2, res.output
     last = res.output.strip().splitlines()[-1]
     assert "--init-from" in last and "d_model 32 (this run: 256)" in last, res.output
+    assert not (tmp_path / "r" / "data").exists()  # refused before any data work
     missing = CliRunner().invoke(
         app,
         ["train", "--data", str(corpus), "--out", str(tmp_path / "m"), "--preset", "tiny"]

@@ -7,9 +7,8 @@ splits and on every extra dev set of the run (``data/dev-NAME.tsv``, e.g. FLORES
 sacreBLEU BLEU and chrF and the share of numbers (URLs, code, names) copied unchanged, and
 writes ``src/attenzione/pretrained/en-it`` with fp16 weights, the tokenizers and an
 ``info.json`` carrying the scores, the training facts and the attribution of every corpus
-the run trained on (and, for a warm-started run, what it started from: the model it was
-initialised with and that model's training hours). The figures in the README come from this
-script's output.
+the run trained on (and, for a warm-started run, what it started from). The figures in the
+README come from this script's output.
 """
 
 from __future__ import annotations
@@ -119,18 +118,14 @@ def main() -> None:
     tr.info["attribution"] = "\n".join(
         ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
     )
-    init = tr.info.get("initialised_from")
-    if init:  # a warm start: say what it started from, before that model is replaced
-        prior = Translator.from_pretrained(init).info
-        tr.info["initialised_from"] = {
-            "model": str(init),
-            "preset": prior.get("preset"),
-            "step": prior.get("step"),
-            "train_hours": prior.get("train_hours_with_init", prior.get("train_hours")),
-            "corpora": prior.get("corpora", [prior.get("data")]),
-        }
+    # a warm-started run: info.json names what it started from (RUN/init.json for a run whose
+    # trainer wrote only the path there)
+    init_file = args.run / "init.json"
+    if not isinstance(tr.info.get("initialised_from"), dict) and init_file.is_file():
+        init = json.loads(init_file.read_text(encoding="utf-8"))
+        tr.info["initialised_from"] = init
         tr.info["train_hours_with_init"] = round(
-            tr.info["train_hours"] + (tr.info["initialised_from"]["train_hours"] or 0.0), 3
+            tr.info["train_hours"] + (init.get("train_hours") or 0.0), 3
         )
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from attenzione.data import SentencePieceTokenizer, normalize
+from attenzione.data.tokenizers import is_byte_piece
 
 PROBES = ["Hello.", "The transformer architecture was introduced in 2017.", "555-1234"]
 
@@ -74,7 +75,7 @@ def main() -> None:
         words = [w for s, t in flores for w in (s + " " + t).split()]
         whole = sum(len(tok.encode(w)) == 1 for w in words) / len(words)
         byte_pieces = sum(
-            tok.id_to_token(i).startswith("<0x") for s, t in flores for i in tok.encode(s + t)
+            is_byte_piece(tok.id_to_token(i)) for s, t in flores for i in tok.encode(s + t)
         )
         probes = " · ".join(
             " ".join(tok.id_to_token(i) for i in tok.encode(p)) for p in PROBES[:1] + PROBES[2:]

@@ -277,6 +277,12 @@ def generate(
     """
     cfg = cfg or DecodeConfig()
     mc = model.config
+    if banned is not None:
+        want = (src_ids.shape[0], mc.tgt_vocab_size)
+        if banned.dtype != torch.bool or tuple(banned.shape) != want:
+            raise ValueError(f"banned must be a bool tensor of shape {want}")
+        if bool(banned[:, mc.eos_id].any()):
+            raise ValueError("banned may not ban <eos>: every sentence must be able to end")
     limits = _limits(model, src_ids, cfg)  # (B,)
     strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
     enc = model.encode(src_ids)

@@ -29,7 +29,7 @@ from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.data.numbers import repair_numbers
 from attenzione.data.sentences import split_sentences
-from attenzione.data.tokenizers import Tokenizer
+from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Hypothesis, generate
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
@@ -64,7 +64,7 @@ class ScoredTranslation:
 def _byte_pieces(tok: Tokenizer) -> dict[str, int]:
     """The byte-fallback pieces of a vocabulary (``<0x00>``…``<0xFF>``) and their ids."""
     pieces = (tok.id_to_token(i) for i in range(tok.vocab_size))
-    return {p: i for i, p in enumerate(pieces) if p.startswith("<0x") and p.endswith(">")}
+    return {p: i for i, p in enumerate(pieces) if is_byte_piece(p)}
 
 
 class Translator:
@@ -86,9 +86,13 @@ class Translator:
         limit = max_src_tokens or int(self.info.get("max_src_tokens", 100))
         # The source also carries <eos>, and positions must exist for it.
         self.max_src_tokens = min(limit, model.config.max_len - 1)
-        # (source id or -1, target id) of every byte piece of the target vocabulary
+        # (source id, target id) of each byte piece both vocabularies have: the ones the
+        # source can show the model it may copy (a word-level source has none, and then no
+        # target byte is banned)
         src_bytes = _byte_pieces(src_tokenizer)
-        self._byte_ids = [(src_bytes.get(p, -1), i) for p, i in _byte_pieces(tgt_tokenizer).items()]
+        self._byte_ids = [
+            (src_bytes[p], i) for p, i in _byte_pieces(tgt_tokenizer).items() if p in src_bytes
+        ]
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -190,7 +194,8 @@ class Translator:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those
         its source was spelled with. A tokenizer with byte fallback spells in bytes only what
         its vocabulary lacks; such a character in the output can only be one copied from the
-        source, and a stray byte elsewhere would decode as "�". None without byte pieces."""
+        source, and a stray byte elsewhere would decode as "�". None when the vocabularies
+        share no byte pieces."""
         if not self._byte_ids:
             return None
         v = self.model.config.tgt_vocab_size

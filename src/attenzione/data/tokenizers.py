@@ -18,6 +18,15 @@ from pathlib import Path
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
+_BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def is_byte_piece(piece: str) -> bool:
+    """Whether ``piece`` is one of byte fallback's ``<0x00>``…``<0xFF>``."""
+    return _BYTE_PIECE.fullmatch(piece) is not None
+
+
 CONFIG_NAME = "tokenizer.json"
 
 

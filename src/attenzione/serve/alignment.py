@@ -22,21 +22,20 @@ from typing import Any
 
 import torch
 
+from attenzione.data.tokenizers import WORD_START
 from attenzione.viz.maps import AttentionMaps, display_tokens
-
-_MARK = "\u2581"
 
 
 def _words(tokens: list[str]) -> list[list[int]]:
     """Token indices grouped into words; special tokens (``<eos>``…) excluded."""
-    subword = any(t.startswith(_MARK) for t in tokens)
+    subword = any(t.startswith(WORD_START) for t in tokens)
     words: list[list[int]] = []
     prev_punct = False
     for i, tok in enumerate(tokens):
         if tok.startswith("<") and tok.endswith(">"):
             continue
         punct = not any(ch.isalnum() for ch in tok)  # "." or "," is a word of its own
-        if not words or not subword or tok.startswith(_MARK) or punct or prev_punct:
+        if not words or not subword or tok.startswith(WORD_START) or punct or prev_punct:
             words.append([i])
         else:
             words[-1].append(i)
@@ -45,7 +44,7 @@ def _words(tokens: list[str]) -> list[list[int]]:
 
 
 def _text(tokens: list[str], idx: list[int]) -> str:
-    return "".join(tokens[i] for i in idx).replace(_MARK, "")
+    return "".join(tokens[i] for i in idx).replace(WORD_START, "")
 
 
 def word_alignment(weights: torch.Tensor, src: list[str], tgt: list[str]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ live on ``--device`` (CPU, or the local rank's GPU with NCCL).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -32,7 +33,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from attenzione import model_dir
+from attenzione import atomic, model_dir
 from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
@@ -50,10 +51,11 @@ from attenzione.training.step import (
     resolve_device,
     train_step,
 )
-from attenzione.training.warm_start import find_init_dir, warm_start
+from attenzione.training.warm_start import check_init_dir, warm_start
 from attenzione.translator import Translator
 
 LOG_EVERY = 50  # steps between train-loss records
+INIT_NAME = "init.json"  # in the run directory: what a warm-started run started from
 
 
 class Trainer:
@@ -85,16 +87,28 @@ class Trainer:
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
-        if cfg.init_from and self.resume_from is None:
-            find_init_dir(cfg.init_from)  # a wrong path fails now, not after the data work
+        warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
+        if warm:  # a wrong path or shape fails now, not after the data work
+            shape = dict(self.preset.model)
+            if self.preset.tokenizer == "glove-word":
+                shape.pop("d_model")  # the GloVe file's width: checked once the model is built
+            check_init_dir(str(cfg.init_from), shape)
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         self.data = self._prepare_data()
         self.model = build_model(cfg, self.preset, self.data)
-        if cfg.init_from and self.resume_from is None:  # a resumed run has its own weights
-            self.data.notes.append(
-                warm_start(self.model, self.data.src_tok, self.data.tgt_tok, cfg.init_from)
-            )
+        init_path = self.run_dir / INIT_NAME
+        # under torchrun rank 0 alone loads the start model: DDP gives its weights to the rest
+        if warm and self.rank == 0:
+            init = warm_start(self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from))
+            atomic.write_text(init_path, json.dumps(init, indent=2) + "\n")
+            self.data.notes.append(f"initialised from {init['model']}: {init['carried_over']}")
+        elif self.resume_from is None and self.rank == 0:
+            init_path.unlink(missing_ok=True)  # a cold start: a stale file is not this run's
+        # what the run started from, for info.json (kept in the run, so --resume has it too)
+        self.init: dict[str, Any] | None = (
+            json.loads(init_path.read_text(encoding="utf-8")) if init_path.is_file() else None
+        )
         self.model.to(self.device)
         if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
             self.data.notes.append(f"--bf16: {bf16_note}")
@@ -174,11 +188,18 @@ class Trainer:
             "max_src_tokens": self.cfg.max_src_tokens,
             "data": str(self.cfg.data),
             "corpora": [str(self.cfg.data), *self.cfg.extra_data],
-            "initialised_from": self.cfg.init_from,
+            **self._init_info(),
             **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
             "attribution": self.attribution,
         }
+
+    def _init_info(self) -> dict[str, Any]:
+        """What a warm-started run started from, and its hours counting that model's."""
+        if self.init is None:
+            return {}
+        hours = self.progress.train_seconds / 3600 + (self.init.get("train_hours") or 0.0)
+        return {"initialised_from": self.init, "train_hours_with_init": round(hours, 3)}
 
     def save(self, name: str, *, with_state: bool) -> None:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""

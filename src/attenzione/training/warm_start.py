@@ -11,24 +11,30 @@ copied from ``DIR``, and the embedding tables are carried over to the new vocabu
 * a new token is spelled with the *old* tokenizer and starts from the mean of the vectors
   of those pieces (``▁Hello`` = mean(``▁He``, ``llo``)) — the old model read that text as
   those pieces, so the mean points where the model already understands it;
-* a token the old tokenizer cannot spell at all (a byte piece ``<0xE2>``, a character the
-  old vocabulary never saw) keeps the new model's random initial vector.
+* a character the old tokenizer could not spell (``{``, ``«`` where the old vocabulary had
+  none) starts from the old ``<unk>`` vector: that is what the old model saw for it;
+* a byte piece (``<0xE2>``) the old vocabulary lacks keeps the new model's random vector.
 
 With tied embeddings the output layer is the same table, so the softmax is carried over too.
-Only the optimizer starts afresh (a short warm-up lets its moments settle). The shapes of
-the body must agree; a mismatch is a one-line error naming the setting.
+The optimizer, the learning-rate schedule and the step count start afresh (give the run a
+short warm-up). The shapes of the body must agree; a mismatch is a one-line error naming the
+setting, given before any data is prepared. What the run started from (the model, its
+training hours, how the vocabulary was carried over) is kept in ``RUN/init.json`` and copied
+into every checkpoint's ``info.json``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from attenzione import model_dir
-from attenzione.data.tokenizers import SPECIALS, Tokenizer
+from attenzione.config import ModelConfig
+from attenzione.data.tokenizers import SPECIALS, WORD_START, Tokenizer, is_byte_piece
 from attenzione.model import Transformer
 
 # ModelConfig fields that must agree for the body's weights to mean the same thing
@@ -46,7 +52,6 @@ BODY_FIELDS = (
     "tie_embeddings",
     "src_embed_dim",
 )
-WORD_START = "\u2581"  # SentencePiece's word-start mark
 
 
 @dataclass
@@ -55,10 +60,14 @@ class Transfer:
 
     copied: int = 0  # the same token in the old vocabulary
     composed: int = 0  # the mean of the old pieces that spell it
-    fresh: int = 0  # random: the old tokenizer cannot spell it
+    unknown: int = 0  # the old <unk>: the old tokenizer could not spell it
+    fresh: int = 0  # random: a byte piece the old vocabulary lacks
 
     def __str__(self) -> str:
-        return f"{self.copied} copied, {self.composed} composed from old pieces, {self.fresh} new"
+        return (
+            f"{self.copied} copied, {self.composed} composed from old pieces, "
+            f"{self.unknown} from the old <unk>, {self.fresh} new"
+        )
 
 
 def _spell(text: str, new_piece: str, old: Tokenizer, old_vocab: dict[str, int]) -> list[int]:
@@ -91,43 +100,51 @@ def transfer_embeddings(
         if piece in old_vocab:
             new_table[i] = old_table[old_vocab[piece]].to(new_table.dtype)
             counts.copied += 1
-            continue
-        text = piece.replace(WORD_START, " ")
-        spellable = piece not in SPECIALS and not piece.startswith("<0x") and text.strip()
-        ids = _spell(text, piece, old_tok, old_vocab) if spellable else []
-        if ids:
+        elif is_byte_piece(piece) or piece in SPECIALS:
+            counts.fresh += 1
+        elif ids := _spell(piece.replace(WORD_START, " "), piece, old_tok, old_vocab):
             new_table[i] = old_table[ids].float().mean(0).to(new_table.dtype)
             counts.composed += 1
         else:
-            counts.fresh += 1
+            new_table[i] = old_table[old_tok.unk_id].to(new_table.dtype)
+            counts.unknown += 1
     return counts
 
 
-def find_init_dir(init_dir: str | Path) -> Path:
-    """The model directory ``--init-from`` names (checked before any data is prepared)."""
+def check_init_dir(init_dir: str | Path, shape: dict[str, Any]) -> Path:
+    """The model directory ``--init-from`` names, checked against the ``shape`` the run will
+    build (a preset's ModelConfig fields) before any data is prepared."""
     found = model_dir.find_model_dir(init_dir)
     if found is None:
         raise FileNotFoundError(f"--init-from: no model directory at {init_dir}")
+    defaults = {f.name: f.default for f in fields(ModelConfig)}
+    _check_shape(init_dir, model_dir.read_config(found), {**defaults, **shape})
     return found
 
 
-def warm_start(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, init_dir: str | Path
-) -> str:
-    """Initialise ``model`` (built for ``src_tok``/``tgt_tok``) from the model directory
-    ``init_dir``; returns a one-line note of what was carried over."""
-    found = find_init_dir(init_dir)
-    old_cfg = model_dir.read_config(found)
+def _check_shape(init_dir: str | Path, old: ModelConfig, new: dict[str, Any]) -> None:
     differ = [
-        f"{name} {getattr(old_cfg, name)!r} (this run: {getattr(model.config, name)!r})"
+        f"{name} {getattr(old, name)!r} (this run: {new[name]!r})"
         for name in BODY_FIELDS
-        if getattr(old_cfg, name) != getattr(model.config, name)
+        if getattr(old, name) != new[name]
     ]
     if differ:
         raise ValueError(
             f"--init-from {init_dir}: its model has another shape: {', '.join(differ)}; "
             "choose the preset it was trained with"
         )
+
+
+def warm_start(
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, init_dir: str | Path
+) -> dict[str, Any]:
+    """Initialise ``model`` (built for ``src_tok``/``tgt_tok``) from the model directory
+    ``init_dir``; returns what it started from (for ``init.json`` and ``info.json``)."""
+    found = model_dir.find_model_dir(init_dir)
+    if found is None:
+        raise FileNotFoundError(f"--init-from: no model directory at {init_dir}")
+    old_cfg = model_dir.read_config(found)
+    _check_shape(init_dir, old_cfg, {name: getattr(model.config, name) for name in BODY_FIELDS})
     old = model_dir.load_model(found)
     old_src, old_tgt = model_dir.load_tokenizers(found, old_cfg)
     old_state = old.state_dict()
@@ -146,4 +163,13 @@ def warm_start(
     if not model.config.tie_embeddings:
         gen = transfer_embeddings(model.generator.weight, tgt_tok, old.generator.weight, old_tgt)
         parts.append(f"output layer: {gen}")
-    return f"initialised from {found}: body copied; " + "; ".join(parts)
+    info = model_dir.read_info(found)
+    return {
+        "model": str(found.resolve()),
+        "preset": info.get("preset"),
+        "step": info.get("step"),
+        # a model that was itself warm-started counts the hours of what it started from
+        "train_hours": info.get("train_hours_with_init", info.get("train_hours")),
+        "corpora": info.get("corpora", [info["data"]] if "data" in info else []),
+        "carried_over": f"body copied; {'; '.join(parts)}",
+    }

@@ -183,3 +183,24 @@ def test_cli_refuses_a_model_of_another_shape(corpus: Path, teacher: Path, tmp_p
         + ["--init-from", str(tmp_path / "nowhere"), "--max-steps", "1", "--no-progress"],
     )
     assert missing.exit_code == 2 and "no model directory" in missing.output
+
+
+def test_fine_tuning_can_keep_the_model_vocabulary(
+    corpus: Path, teacher: Path, tmp_path: Path
+) -> None:
+    # another vocabulary size asked for, but the teacher's tokenizers are taken as they are
+    cfg = _cfg(corpus, tmp_path / "ft", vocab_size=52, init_from=str(teacher))
+    cfg = TrainConfig.from_dict({**cfg.to_dict(), "tokenizers_from": str(teacher)})
+    trainer = Trainer(cfg, **QUIET)
+    old = Translator.from_pretrained(teacher)
+    assert trainer.data.src_tok.vocab_size == old.src_tokenizer.vocab_size == 40
+    ids = [old.src_tokenizer.id_to_token(i) for i in range(40)]
+    assert [trainer.data.src_tok.id_to_token(i) for i in range(40)] == ids
+    new_state = trainer.model.state_dict()
+    assert all(torch.equal(new_state[k], v) for k, v in old.model.state_dict().items())
+    bad = TrainConfig.from_dict(
+        {**cfg.to_dict(), "out": str(tmp_path / "x"), "tokenizers_from": str(tmp_path)}
+    )
+    with pytest.raises(FileNotFoundError, match="tokenizer"):
+        Trainer(bad, **QUIET)
+    assert not (tmp_path / "x" / "data").exists()

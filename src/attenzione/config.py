@@ -253,6 +253,8 @@ class TrainConfig(_JsonMixin):
     attribution: str | None = None
     # a trained model directory whose weights start this run (training.warm_start)
     init_from: str | None = None
+    # a model directory whose tokenizers the run uses instead of training its own
+    tokenizers_from: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back

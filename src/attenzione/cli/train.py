@@ -83,6 +83,11 @@ def train(
         help="Start from this trained model directory's weights (same shape as the preset; "
         "a different vocabulary is carried over piece by piece). Ignored with --resume.",
     ),
+    tokenizers_from: Path | None = typer.Option(
+        None,
+        help="Use this model directory's tokenizers instead of training new ones (with "
+        "--init-from the same directory, fine-tuning keeps the model's vocabulary).",
+    ),
     out: Path = typer.Option(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
@@ -205,7 +210,9 @@ def train(
 
 
 # Parameters that are not TrainConfig fields (or need translating into them).
-NOT_FIELDS = {"resume", "no_clean", "data", "exclude", "glove", "out", "init_from"}
+NOT_FIELDS = {
+    "resume", "no_clean", "data", "exclude", "glove", "out", "init_from", "tokenizers_from"
+}  # fmt: skip
 CLEANING = ("clean_max_words", "clean_max_ratio", "clean_identical_min_words")
 SWITCHES = ("clean_placeholders", "clean_untranslated", "strip_accelerators")
 
@@ -240,6 +247,7 @@ def train_config(params: dict[str, Any]) -> Any:
         extra_dev=tuple(params["extra_dev"]),
         glove=str(params["glove"]) if params["glove"] else None,
         init_from=str(params["init_from"]) if params["init_from"] else None,
+        tokenizers_from=str(params["tokenizers_from"]) if params["tokenizers_from"] else None,
         out=str(params["out"]),
     )
     return TrainConfig(**values)

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attenzione import model_dir
 from attenzione.config import TrainConfig
 from attenzione.data import (
     SentencePieceTokenizer,
@@ -60,7 +61,10 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         if not write:
             raise RuntimeError(f"{data_dir} was not prepared by rank 0")
         train, dev, test, extra_dev = _build_splits(cfg, data_dir, notes)
-        src_tok, tgt_tok = _train_tokenizers(cfg, preset, train)
+        if cfg.tokenizers_from:  # fine-tuning keeps the vocabulary of the model it continues
+            src_tok, tgt_tok = model_dir.load_tokenizers(cfg.tokenizers_from)
+        else:
+            src_tok, tgt_tok = _train_tokenizers(cfg, preset, train)
         src_tok.save(run_dir / "src_tokenizer")
         tgt_tok.save(run_dir / "tgt_tokenizer")
         write_pairs(train, data_dir / "train.tsv")  # last: its presence means "prepared"

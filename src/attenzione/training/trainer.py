@@ -93,6 +93,8 @@ class Trainer:
             if self.preset.tokenizer == "glove-word":
                 shape.pop("d_model")  # the GloVe file's width: checked once the model is built
             check_init_dir(str(cfg.init_from), shape)
+        if cfg.tokenizers_from and self.resume_from is None:
+            model_dir.load_tokenizers(cfg.tokenizers_from)  # fails now, not after the data work
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         self.data = self._prepare_data()

@@ -284,3 +284,28 @@ def test_byte_pieces_are_produced_only_to_copy_the_source() -> None:
         DecodeConfig(method="sample", seed=1, n_best=1, max_len_a=0, max_len_b=40),
     )
     assert {t for h in stray[0] for t in h.tokens} & byte_ids
+
+
+@shipped
+def test_shipped_model_translates_real_text_and_greetings() -> None:
+    tr = Translator.from_pretrained()
+    arch, hello = tr.translate(["The transformer architecture was introduced in 2017.", "Hello."])
+    assert "architettura" in arch.lower() and "2017" in arch, arch
+    assert re.search(r"\b(ciao|salve|buongiorno|buonasera|pronto)\b", hello.lower()), hello
+    # the numbers come out of the model itself, not only out of the repair after it
+    raw = tr.translate("The transformer architecture was introduced in 2017.", fix_numbers=False)
+    assert "2017" in raw[0], raw
+
+
+@shipped
+def test_shipped_tokenizer_round_trips_anything_without_unk() -> None:
+    from test_tokenizers import ROUND_TRIP
+
+    tok = Translator.from_pretrained().src_tokenizer
+    for text in ROUND_TRIP:
+        ids = tok.encode(text)
+        assert tok.unk_id not in ids, text
+        assert tok.decode(ids) == text
+    pieces = [tok.id_to_token(i) for i in tok.encode("Hello. Ciao! 2017")]
+    assert "▁Hello" in pieces and "▁Ciao" in pieces  # greetings are whole words
+    assert [p for p in pieces if p.strip("▁").isdigit()] == list("2017")  # digits one by one

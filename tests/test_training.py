@@ -14,35 +14,16 @@ import torch
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.config import TrainConfig
 from attenzione.model_dir import find_model_dir, load_model, write_model_dir
 from attenzione.training.schedule import inverse_sqrt_lr
 from attenzione.training.trainer import train
 from attenzione.translator import Translator
-from toy_corpus import write_toy_corpus
+from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
 
 
-def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
-    base: dict[str, object] = dict(
-        data=str(corpus),
-        out=str(out),
-        preset="tiny",
-        vocab_size=48,
-        max_tokens=400,
-        lr=3e-3,
-        warmup_steps=30,
-        dev_size=8,
-        test_size=8,
-        dev_bleu_sentences=8,
-        eval_every=10_000,
-        progress=False,
-        seed=3,
-        num_threads=1,
-    )
-    base.update(kw)
-    return TrainConfig(**base)  # type: ignore[arg-type]
+_cfg = toy_train_config
 
 
 @pytest.fixture(scope="module")

@@ -24,16 +24,11 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def translator() -> Translator:
-    torch.manual_seed(0)
-    src = WordTokenizer.train(SENTENCES)
-    tgt = SentencePieceTokenizer.train(
-        [s.replace("the", "il") for s in SENTENCES] * 3, vocab_size=24
-    )
-    cfg = ModelConfig(
-        src_vocab_size=src.vocab_size,
-        tgt_vocab_size=tgt.vocab_size,
+def _tiny_config(src_vocab: int, tgt_vocab: int, *, max_len: int) -> ModelConfig:
+    """d_model 16, 2 heads, one layer each side: untrained, for I/O and policy tests."""
+    return ModelConfig(
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=tgt_vocab,
         d_model=16,
         n_heads=2,
         d_head=8,
@@ -41,8 +36,18 @@ def translator() -> Translator:
         n_enc_layers=1,
         n_dec_layers=1,
         dropout=0.0,
-        max_len=32,
+        max_len=max_len,
     )
+
+
+@pytest.fixture(scope="module")
+def translator() -> Translator:
+    torch.manual_seed(0)
+    src = WordTokenizer.train(SENTENCES)
+    tgt = SentencePieceTokenizer.train(
+        [s.replace("the", "il") for s in SENTENCES] * 3, vocab_size=24
+    )
+    cfg = _tiny_config(src.vocab_size, tgt.vocab_size, max_len=32)
     return Translator(Transformer(cfg), src, tgt, info={"max_src_tokens": 12})
 
 
@@ -250,19 +255,7 @@ def test_byte_pieces_are_produced_only_to_copy_the_source() -> None:
     tok = SentencePieceTokenizer.train(
         [s + " e il gatto" for s in SENTENCES] * 3, vocab_size=284, byte_fallback=True
     )
-    cfg = ModelConfig(
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=16,
-        n_heads=2,
-        d_head=8,
-        d_ff=32,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.0,
-        max_len=64,
-    )
-    tr = Translator(Transformer(cfg), tok, tok)
+    tr = Translator(Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)), tok, tok)
     byte_ids = {i for i in range(tok.vocab_size) if tok.id_to_token(i).startswith("<0x")}
     assert len(byte_ids) == 256
     source = "the red cat is here, Dvořák"  # letters the vocabulary lacks: byte pieces

@@ -18,30 +18,14 @@ from attenzione.training.dev_eval import dev_loss
 from attenzione.training.trainer import Trainer, train
 from attenzione.training.warm_start import transfer_embeddings
 from attenzione.translator import Translator
-from toy_corpus import write_toy_corpus
+from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = dict(log=lambda *_: None)
 
 
 def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
-    base: dict[str, object] = dict(
-        data=str(corpus),
-        out=str(out),
-        preset="tiny",
-        vocab_size=40,
-        max_tokens=400,
-        lr=3e-3,
-        warmup_steps=30,
-        dev_size=8,
-        test_size=8,
-        dev_bleu_sentences=8,
-        eval_every=10_000,
-        progress=False,
-        seed=3,
-        num_threads=1,
-    )
-    base.update(kw)
-    return TrainConfig(**base)  # type: ignore[arg-type]
+    """The toy run with a 40-piece vocabulary (the teacher's; new runs ask for 52)."""
+    return toy_train_config(corpus, out, **{"vocab_size": 40, **kw})
 
 
 @pytest.fixture(scope="module")

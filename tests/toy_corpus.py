@@ -11,6 +11,8 @@ import itertools
 import random
 from pathlib import Path
 
+from attenzione.config import TrainConfig
+
 NOUNS = {
     "cat": ("il", "gatto"),
     "dog": ("il", "cane"),
@@ -47,3 +49,25 @@ def toy_pairs(seed: int = 0) -> list[tuple[str, str]]:
 def write_toy_corpus(path: Path, seed: int = 0) -> Path:
     path.write_text("".join(f"{en}\t{it}\n" for en, it in toy_pairs(seed)), encoding="utf-8")
     return path
+
+
+def toy_train_config(corpus: Path, out: Path, **kw: object) -> TrainConfig:
+    """A quick tiny-preset run on the toy corpus; ``kw`` overrides any field."""
+    base: dict[str, object] = dict(
+        data=str(corpus),
+        out=str(out),
+        preset="tiny",
+        vocab_size=48,
+        max_tokens=400,
+        lr=3e-3,
+        warmup_steps=30,
+        dev_size=8,
+        test_size=8,
+        dev_bleu_sentences=8,
+        eval_every=10_000,
+        progress=False,
+        seed=3,
+        num_threads=1,
+    )
+    base.update(kw)
+    return TrainConfig(**base)  # type: ignore[arg-type]

@@ -114,11 +114,16 @@ def transfer_embeddings(
 def check_init_dir(init_dir: str | Path, shape: dict[str, Any]) -> Path:
     """The model directory ``--init-from`` names, checked against the ``shape`` the run will
     build (a preset's ModelConfig fields) before any data is prepared."""
+    found = _find(init_dir)
+    defaults = {f.name: f.default for f in fields(ModelConfig)}
+    _check_shape(init_dir, model_dir.read_config(found), {**defaults, **shape})
+    return found
+
+
+def _find(init_dir: str | Path) -> Path:
     found = model_dir.find_model_dir(init_dir)
     if found is None:
         raise FileNotFoundError(f"--init-from: no model directory at {init_dir}")
-    defaults = {f.name: f.default for f in fields(ModelConfig)}
-    _check_shape(init_dir, model_dir.read_config(found), {**defaults, **shape})
     return found
 
 
@@ -140,9 +145,7 @@ def warm_start(
 ) -> dict[str, Any]:
     """Initialise ``model`` (built for ``src_tok``/``tgt_tok``) from the model directory
     ``init_dir``; returns what it started from (for ``init.json`` and ``info.json``)."""
-    found = model_dir.find_model_dir(init_dir)
-    if found is None:
-        raise FileNotFoundError(f"--init-from: no model directory at {init_dir}")
+    found = _find(init_dir)
     old_cfg = model_dir.read_config(found)
     _check_shape(init_dir, old_cfg, {name: getattr(model.config, name) for name in BODY_FIELDS})
     old = model_dir.load_model(found)

@@ -16,31 +16,16 @@ from attenzione.data.attribution import TATOEBA, corpus_attribution
 from attenzione.training.run_state import MetricsLog, Progress
 from attenzione.training.step import resolve_device
 from attenzione.training.trainer import train
-from toy_corpus import toy_pairs, write_toy_corpus
+from toy_corpus import toy_pairs, toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
 
 
 def _cfg(corpus: Path, out: Path, **kw: object) -> TrainConfig:
-    base: dict[str, object] = dict(
-        data=str(corpus),
-        out=str(out),
-        preset="tiny",
-        vocab_size=48,
-        max_tokens=400,
-        lr=3e-3,
-        warmup_steps=30,
-        dev_size=8,
-        test_size=8,
-        dev_bleu_sentences=4,
-        eval_every=10,
-        progress=False,
-        seed=3,
-        num_threads=1,
-        device="cpu",
+    """The toy run, evaluated every 10 steps on 4 dev sentences, on the CPU."""
+    return toy_train_config(
+        corpus, out, **{"dev_bleu_sentences": 4, "eval_every": 10, "device": "cpu", **kw}
     )
-    base.update(kw)
-    return TrainConfig(**base)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

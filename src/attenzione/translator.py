@@ -90,9 +90,10 @@ class Translator:
         # source can show the model it may copy (a word-level source has none, and then no
         # target byte is banned)
         src_bytes = _byte_pieces(src_tokenizer)
-        self._byte_ids = [
-            (src_bytes[p], i) for p, i in _byte_pieces(tgt_tokenizer).items() if p in src_bytes
-        ]
+        tgt_bytes = src_bytes if tgt_tokenizer is src_tokenizer else _byte_pieces(tgt_tokenizer)
+        shared = [p for p in tgt_bytes if p in src_bytes]
+        self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
+        self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -196,12 +197,11 @@ class Translator:
         its vocabulary lacks; such a character in the output can only be one copied from the
         source, and a stray byte elsewhere would decode as "�". None when the vocabularies
         share no byte pieces."""
-        if not self._byte_ids:
+        if not len(self._byte_src):
             return None
         v = self.model.config.tgt_vocab_size
         banned = torch.zeros((batch.shape[0], v), dtype=torch.bool, device=batch.device)
-        src_ids = torch.tensor([s for s, _ in self._byte_ids], device=batch.device)
-        tgt_ids = torch.tensor([t for _, t in self._byte_ids], device=batch.device)
+        src_ids, tgt_ids = self._byte_src.to(batch.device), self._byte_tgt.to(batch.device)
         in_source = (batch[:, :, None] == src_ids[None, None, :]).any(dim=1)  # (B, n_bytes)
         banned[:, tgt_ids] = ~in_source
         return banned

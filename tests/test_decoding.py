@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig, ModelConfig
-from attenzione.decoding import _filter_logits, generate
+from attenzione.decoding import Coverage, _filter_logits, generate
 from attenzione.model import Transformer
 
 PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
@@ -46,7 +46,9 @@ class ScriptedModel:
     }
 
     def __init__(self) -> None:
-        self.config = SimpleNamespace(pad_id=PAD, bos_id=BOS, eos_id=EOS, max_len=50)
+        self.config = SimpleNamespace(
+            pad_id=PAD, bos_id=BOS, eos_id=EOS, max_len=50, tgt_vocab_size=V
+        )
 
     def encode(self, src_ids: torch.Tensor) -> SimpleNamespace:
         b = src_ids.shape[0]
@@ -323,3 +325,48 @@ def test_a_malformed_ban_is_refused() -> None:
     eos[:, EOS] = True
     with pytest.raises(ValueError, match="<eos>"):
         generate(model, src, banned=eos)
+
+
+def _needs_c(*needs: int) -> Coverage:
+    """Coverage of one symbol, written only by the stub's token C; ``needs[b]`` per sentence."""
+    table = torch.zeros(V, 1, dtype=torch.long)
+    table[C, 0] = 1
+    return Coverage(need=torch.tensor([[n] for n in needs], dtype=torch.long), table=table)
+
+
+def test_coverage_lowers_eos_until_the_needed_token_is_written() -> None:
+    # greedy alone ends after A (p(eos|A) = 0.5 > p(C|A) = 0.4); an <eos> 100 times less
+    # likely while C is missing makes it write C first, with the renormalised probability
+    cfg = DecodeConfig(method="greedy", number_coverage=math.log(100.0))
+    hyp = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0][0]
+    assert hyp.tokens == [A, C]
+    assert hyp.log_prob == pytest.approx(math.log(0.6) + math.log(0.4 / (0.005 + 0.4 + 0.1)))
+
+
+def test_coverage_is_soft_and_off_at_zero() -> None:
+    weak = DecodeConfig(method="greedy", number_coverage=0.1)  # 0.5·e^-0.1 still beats 0.4
+    assert generate(ScriptedModel(), _src(), weak, coverage=_needs_c(1))[0][0].tokens == [A]
+    off = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.0)
+    assert generate(ScriptedModel(), _src(), off, coverage=_needs_c(1))[0][0].tokens == [B]
+
+
+def test_coverage_follows_each_sentence_and_beam() -> None:
+    # sentence 0 needs C, sentence 1 needs nothing: beam search keeps their counts apart
+    cfg = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=10.0)
+    out = generate(ScriptedModel(), _src(2), cfg, coverage=_needs_c(1, 0))
+    assert out[0][0].tokens == [A, C]  # 0.6·0.4 beats B·C's 0.4·0.1
+    assert out[1][0].tokens == [B]  # as without coverage
+    # a need the model cannot meet does not trap it: after A·C the stub's only continuation
+    # is <eos>, so a sentence needing C twice still ends there, well before the length cap
+    twice = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(2))[0][0]
+    assert twice.tokens == [A, C]
+
+
+def test_a_malformed_coverage_is_refused() -> None:
+    with pytest.raises(ValueError, match="shapes"):
+        generate(ScriptedModel(), _src(2), coverage=_needs_c(1))
+    bad = Coverage(need=torch.ones(1, 1), table=torch.ones(V, 1))
+    with pytest.raises(ValueError, match="integer"):
+        generate(ScriptedModel(), _src(), coverage=bad)
+    with pytest.raises(ValueError, match="number_coverage"):
+        DecodeConfig(number_coverage=-1.0)

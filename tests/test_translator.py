@@ -302,3 +302,24 @@ def test_shipped_tokenizer_round_trips_anything_without_unk() -> None:
     pieces = [tok.id_to_token(i) for i in tok.encode("Hello. Ciao! 2017")]
     assert "▁Hello" in pieces and "▁Ciao" in pieces  # greetings are whole words
     assert [p for p in pieces if p.strip("▁").isdigit()] == list("2017")  # digits one by one
+
+
+def test_number_coverage_counts_the_digits_of_each_source_and_each_piece() -> None:
+    torch.manual_seed(0)
+    tok = SentencePieceTokenizer.train(
+        [s + " 1990 2017 555-1234" for s in SENTENCES] * 3, vocab_size=34, split_digits=True
+    )
+    tr = Translator(Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)), tok, tok)
+    sources = ["call 555-1234 in 2017", "the cat", "born in 1990, 90 cats"]
+    ids = [tr.encode_source(s) for s in sources]
+    batch = torch.full((3, max(map(len, ids))), tr.model.config.pad_id, dtype=torch.long)
+    for row, s in enumerate(ids):
+        batch[row, : len(s)] = torch.tensor(s)
+    coverage = tr._number_coverage(batch)
+    for row, text in enumerate(sources):  # padding counts for nothing
+        assert coverage.need[row].tolist() == [text.count(str(d)) for d in range(10)], text
+    for i in range(tok.vocab_size):  # a piece writes the digits of its text
+        piece = tok.id_to_token(i)
+        assert coverage.table[i].tolist() == [piece.count(str(d)) for d in range(10)], piece
+    written = {str(d) for d in range(10) if coverage.table[:, d].any()}
+    assert written == set("01234579")  # each digit the training text had is a piece

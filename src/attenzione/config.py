@@ -152,6 +152,11 @@ class ModelConfig(_JsonMixin):
         return dataclasses.replace(self, **changes)
 
 
+# How much less likely (in logits) <eos> is made per digit of the source's numbers that the
+# output has not written yet: chosen on the dev sets (docs/broad-training.md)
+NUMBER_COVERAGE = 4.0
+
+
 @dataclass(frozen=True)
 class DecodeConfig(_JsonMixin):
     """How to turn a source sentence into a target one.
@@ -171,6 +176,9 @@ class DecodeConfig(_JsonMixin):
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 0  # <eos> is forbidden before this many new tokens (benchmarks use it)
+    # <eos> is made this much less likely (in logits) per digit of the source's numbers the
+    # output has not written yet (0 = off; see decoding.Coverage)
+    number_coverage: float = NUMBER_COVERAGE
 
     def __post_init__(self) -> None:
         _check(
@@ -189,6 +197,9 @@ class DecodeConfig(_JsonMixin):
         _check(self.max_len_a >= 0, f"max_len_a must be >= 0, got {self.max_len_a}")
         _check(self.max_len_b >= 1, f"max_len_b must be >= 1, got {self.max_len_b}")
         _check(self.min_len >= 0, f"min_len must be >= 0, got {self.min_len}")
+        _check(
+            self.number_coverage >= 0, f"number_coverage must be >= 0, got {self.number_coverage}"
+        )
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ from attenzione.config import DecodeConfig
 class DecodingModel(Protocol):
     """What the loop needs of a model (:class:`~attenzione.model.Transformer` has it).
 
-    ``config`` needs ``pad_id``, ``bos_id``, ``eos_id`` and ``max_len``; ``encode`` returns an
+    ``config`` needs ``pad_id``, ``bos_id``, ``eos_id`` and ``max_len`` (and
+    ``tgt_vocab_size`` to check a ban or a coverage); ``encode`` returns an
     object with ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned by
     ``init_cache`` needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object
     with ``logits`` (B,T,V).
@@ -254,6 +255,33 @@ class BeamSearch(Strategy):
         return out
 
 
+@dataclass
+class Coverage:
+    """Symbols a translation should carry over before it ends: in attenzione's use, the
+    digits of the source's numbers (so that a number is not dropped with its clause).
+
+    ``need`` (B,C): how many of each of C symbols sentence b's source has; ``table`` (V,C):
+    how many of each symbol target piece v writes. While a row has written fewer than its
+    sentence needs, its ``<eos>`` logit is lowered by ``number_coverage`` per missing symbol:
+    a soft constraint. A translation that spells "2:30" as "due e mezza" pays for it but can
+    still win when the model is sure of it; one that dropped a number usually loses to a beam
+    that kept it.
+    """
+
+    need: Tensor
+    table: Tensor
+
+    def check(self, batch: int, vocab: int) -> None:
+        c = self.table.shape[-1]
+        if tuple(self.need.shape) != (batch, c) or tuple(self.table.shape) != (vocab, c):
+            raise ValueError(
+                f"coverage needs shapes ({batch}, C) and ({vocab}, C), got "
+                f"{tuple(self.need.shape)} and {tuple(self.table.shape)}"
+            )
+        if self.need.dtype != torch.long or self.table.dtype != torch.long:
+            raise ValueError("coverage counts must be integer (torch.long) tensors")
+
+
 STRATEGIES: dict[str, type[Strategy]] = {
     "greedy": Greedy,
     "sample": Sampling,
@@ -268,12 +296,14 @@ def generate(
     cfg: DecodeConfig | None = None,
     *,
     banned: Tensor | None = None,
+    coverage: Coverage | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
     ``banned``: (B,V) booleans, the tokens each sentence may never produce (``<eos>`` must
-    stay allowed). Returns, per sentence, its hypotheses best first (one for greedy and
-    sampling, up to ``n_best`` for beam search).
+    stay allowed). ``coverage``: what each sentence should produce before it ends (see
+    :class:`Coverage`; weighed by ``cfg.number_coverage``). Returns, per sentence, its
+    hypotheses best first (one for greedy and sampling, up to ``n_best`` for beam search).
     """
     cfg = cfg or DecodeConfig()
     mc = model.config
@@ -283,11 +313,21 @@ def generate(
             raise ValueError(f"banned must be a bool tensor of shape {want}")
         if bool(banned[:, mc.eos_id].any()):
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
+    if coverage is not None:
+        coverage.check(src_ids.shape[0], mc.tgt_vocab_size)
+        if cfg.number_coverage == 0:
+            coverage = None
     limits = _limits(model, src_ids, cfg)  # (B,)
     strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
     enc = model.encode(src_ids)
     cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
     rows = strategy.start()
+    need = have = None  # (N,C): what each row's sentence needs, and what the row has produced
+    if coverage is not None:
+        need = coverage.need.to(src_ids.device)
+        need = need if rows is None else need[rows]
+        have = torch.zeros_like(need)
+        table = coverage.table.to(src_ids.device)
     if rows is not None:
         cache.reorder(rows)
         banned = None if banned is None else banned[rows]
@@ -299,11 +339,18 @@ def generate(
             logits[:, mc.eos_id] = float("-inf")
         if banned is not None:
             logits.masked_fill_(banned, float("-inf"))
+        if need is not None and have is not None:
+            missing = (need - have).clamp(min=0).sum(dim=1)  # (N,)
+            logits[:, mc.eos_id] -= cfg.number_coverage * missing.float()
         chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1))
         if chosen is None:
             break
         if chosen.rows is not None:
             cache.reorder(chosen.rows)
             banned = None if banned is None else banned[chosen.rows]
+        if need is not None and have is not None:
+            if chosen.rows is not None:
+                need, have = need[chosen.rows], have[chosen.rows]
+            have = have + table[chosen.tokens]
         cur = chosen.tokens[:, None]  # (N,1): only the new token goes through the decoder
     return strategy.results()

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from attenzione import model_dir
-from attenzione.config import DecodeConfig
+from attenzione.config import NUMBER_COVERAGE, DecodeConfig
 from attenzione.data.numbers import repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
-from attenzione.decoding import Hypothesis, generate
+from attenzione.decoding import Coverage, Hypothesis, generate
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
 
@@ -59,6 +59,20 @@ class ScoredTranslation:
     log_prob: float
     ids: tuple[int, ...]
     pieces: int = 1  # > 1: the sentence was too long and was translated in this many pieces
+
+
+def _digit_table(tok: Tokenizer) -> torch.Tensor:
+    """(V,10) long: how many times each digit 0–9 occurs in each piece's text (byte pieces
+    and special tokens write none)."""
+    table = torch.zeros((tok.vocab_size, 10), dtype=torch.long)
+    for i in range(tok.vocab_size):
+        piece = tok.id_to_token(i)
+        if is_byte_piece(piece):
+            continue
+        for ch in piece:
+            if "0" <= ch <= "9":
+                table[i, ord(ch) - ord("0")] += 1
+    return table
 
 
 def _byte_pieces(tok: Tokenizer) -> dict[str, int]:
@@ -94,6 +108,11 @@ class Translator:
         shared = [p for p in tgt_bytes if p in src_bytes]
         self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
         self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
+        # (V,10): how many of each digit every piece writes, for number coverage
+        self._digits_src = _digit_table(src_tokenizer)
+        self._digits_tgt = (
+            self._digits_src if tgt_tokenizer is src_tokenizer else _digit_table(tgt_tokenizer)
+        )
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -187,9 +206,19 @@ class Translator:
             for row, i in enumerate(group):
                 batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
             banned = self._byte_bans(batch)
-            for i, hyps in zip(group, generate(self.model, batch, cfg, banned=banned), strict=True):
+            coverage = self._number_coverage(batch)
+            decoded = generate(self.model, batch, cfg, banned=banned, coverage=coverage)
+            for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results
+
+    def _number_coverage(self, batch: torch.Tensor) -> Coverage:
+        """The digits each source sentence has, and the digits each target piece writes: the
+        output is pushed to carry every number over before it ends (``number_coverage``)."""
+        digits = self._digits_src.to(batch.device)
+        real = (batch != self.model.config.pad_id).long()[:, :, None]  # (B,S,1)
+        need = (digits[batch] * real).sum(dim=1)  # (B,10)
+        return Coverage(need=need, table=self._digits_tgt.to(batch.device))
 
     def _byte_bans(self, batch: torch.Tensor) -> torch.Tensor | None:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those
@@ -217,6 +246,7 @@ class Translator:
         top_p: float = 1.0,
         seed: int | None = None,
         length_penalty: float = 1.0,
+        number_coverage: float = NUMBER_COVERAGE,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
         fix_numbers: bool = True,
@@ -227,11 +257,13 @@ class Translator:
         ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
         ``fix_numbers`` puts back source numbers the model garbled ("2017" → "20177"; see
         :func:`attenzione.data.numbers.repair_numbers`); False gives the model's raw output.
+        ``number_coverage`` keeps the model from ending before it has written the source's
+        numbers (:class:`attenzione.decoding.Coverage`; 0 = off).
         """
         if isinstance(texts, str):
             texts = [texts]
         cfg = decode or _decode_config(
-            beam, sample, temperature, top_k, top_p, seed, length_penalty
+            beam, sample, temperature, top_k, top_p, seed, length_penalty, number_coverage
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
 
@@ -277,11 +309,21 @@ class Translator:
         return [" ".join(parts) for parts in out]
 
     def translate_n_best(
-        self, text: str, *, beam: int = 4, n_best: int = 4, length_penalty: float = 1.0
+        self,
+        text: str,
+        *,
+        beam: int = 4,
+        n_best: int = 4,
+        length_penalty: float = 1.0,
+        number_coverage: float = NUMBER_COVERAGE,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their scores."""
         cfg = DecodeConfig(
-            method="beam", beam_size=beam, n_best=n_best, length_penalty=length_penalty
+            method="beam",
+            beam_size=beam,
+            n_best=n_best,
+            length_penalty=length_penalty,
+            number_coverage=number_coverage,
         )
         if not text.strip():
             return [("", 0.0)]
@@ -411,16 +453,27 @@ def _decode_config(
     top_p: float,
     seed: int | None,
     length_penalty: float,
+    number_coverage: float = NUMBER_COVERAGE,
 ) -> DecodeConfig:
     # Sampling options are checked even when sampling is off: a bad value is a mistake either
     # way, and silently ignoring it would hide it.
     sampling = DecodeConfig(
-        method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+        method="sample",
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        number_coverage=number_coverage,
     )
     if sample:
         return sampling
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
     if beam == 1:
-        return DecodeConfig(method="greedy")
-    return DecodeConfig(method="beam", beam_size=beam, length_penalty=length_penalty)
+        return DecodeConfig(method="greedy", number_coverage=number_coverage)
+    return DecodeConfig(
+        method="beam",
+        beam_size=beam,
+        length_penalty=length_penalty,
+        number_coverage=number_coverage,
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from attenzione.cli.common import at_least, check_writable, user_errors
+from attenzione.config import NUMBER_COVERAGE
 
 
 def evaluate(
@@ -38,6 +39,12 @@ def evaluate(
         "--fix-numbers/--no-fix-numbers",
         help="Put back source numbers the model garbled (default), or score its raw output.",
     ),
+    number_coverage: float = typer.Option(
+        NUMBER_COVERAGE,
+        help="Make ending this much less likely (logits) per digit of the source's numbers "
+        "not yet written, so numbers are not dropped (0 = off).",
+        callback=at_least(0),
+    ),
     all_references: bool = typer.Option(
         False,
         "--all-references",
@@ -63,7 +70,9 @@ def evaluate(
         else:
             sources, references = [s for s, _ in pairs], [t for _, t in pairs]
         started = time.perf_counter()
-        hyps = translator.translate(sources, beam=beam, fix_numbers=fix_numbers)
+        hyps = translator.translate(
+            sources, beam=beam, number_coverage=number_coverage, fix_numbers=fix_numbers
+        )
         seconds = time.perf_counter() - started
         scores = corpus_scores(hyps, references)
         fidelity = copy_fidelity(sources, hyps)
@@ -81,6 +90,7 @@ def evaluate(
                         "seconds": round(seconds, 2),
                         "hypotheses": str(out),
                         "fix_numbers": fix_numbers,
+                        "number_coverage": number_coverage,
                         "copied": {
                             k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
                             for k, f in fidelity.items()

@@ -26,6 +26,7 @@ from attenzione.cli.common import (
     read_text_lines,
     user_errors,
 )
+from attenzione.config import NUMBER_COVERAGE
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
@@ -62,6 +63,12 @@ def translate(
     length_penalty: float = typer.Option(
         1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
+    number_coverage: float = typer.Option(
+        NUMBER_COVERAGE,
+        help="Make ending this much less likely (logits) per digit of the source's numbers "
+        "not yet written, so numbers are not dropped (0 = off).",
+        callback=at_least(0),
+    ),
     n_best: int = typer.Option(
         1, help="Print the n best beam hypotheses with scores (one sentence).", callback=at_least(1)
     ),
@@ -89,18 +96,32 @@ def translate(
             if len(lines) != 1:
                 fail("--n-best works on one sentence at a time")
             for hyp, score in translator.translate_n_best(
-                lines[0], beam=max(beam, n_best), n_best=n_best, length_penalty=length_penalty
+                lines[0],
+                beam=max(beam, n_best),
+                n_best=n_best,
+                length_penalty=length_penalty,
+                number_coverage=number_coverage,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return
         if sample:
             cfg = DecodeConfig(
-                method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+                method="sample",
+                temperature=temperature,
+                top_k=top_k,
+                top_p=top_p,
+                seed=seed,
+                number_coverage=number_coverage,
             )
         elif beam == 1:
-            cfg = DecodeConfig(method="greedy")
+            cfg = DecodeConfig(method="greedy", number_coverage=number_coverage)
         else:
-            cfg = DecodeConfig(method="beam", beam_size=beam, length_penalty=length_penalty)
+            cfg = DecodeConfig(
+                method="beam",
+                beam_size=beam,
+                length_penalty=length_penalty,
+                number_coverage=number_coverage,
+            )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers
         )

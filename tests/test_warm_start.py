@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -92,6 +93,14 @@ def test_the_run_records_what_it_started_from(corpus: Path, teacher: Path, tmp_p
     )
     info = json.loads((out / "last" / "info.json").read_text())
     assert info["step"] == 30 and info["initialised_from"] == init
+    # a run started from that run keeps the whole chain, and names its weighted corpus so
+    out2 = tmp_path / "again"
+    cfg = _cfg(corpus, out2, vocab_size=52, init_from=str(out / "last"), max_steps=5)
+    train(dataclasses.replace(cfg, data_weight=2.0), **QUIET)
+    again = json.loads((out2 / "last" / "info.json").read_text())
+    assert again["initialised_from"]["step"] == 30
+    assert again["initialised_from"]["initialised_from"] == init
+    assert again["corpora"][0] == f"{corpus}:2"
 
 
 def _spm(texts: list[str], size: int, byte_fallback: bool) -> SentencePieceTokenizer:

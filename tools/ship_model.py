@@ -118,10 +118,10 @@ def main() -> None:
     tr.info["attribution"] = "\n".join(
         ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
     )
-    # a warm-started run: info.json names what it started from (RUN/init.json for a run whose
-    # trainer wrote only the path there)
+    # a warm-started run: info.json names what it started from; RUN/init.json, written when
+    # the run began, is the record (a trainer may have written only the path in info.json)
     init_file = args.run / "init.json"
-    if not isinstance(tr.info.get("initialised_from"), dict) and init_file.is_file():
+    if init_file.is_file():
         init = json.loads(init_file.read_text(encoding="utf-8"))
         tr.info["initialised_from"] = init
         tr.info["train_hours_with_init"] = round(

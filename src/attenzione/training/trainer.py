@@ -189,12 +189,17 @@ class Trainer:
             "parameters": self.model.num_parameters(),
             "max_src_tokens": self.cfg.max_src_tokens,
             "data": str(self.cfg.data),
-            "corpora": [str(self.cfg.data), *self.cfg.extra_data],
+            "corpora": [self._first_corpus(), *self.cfg.extra_data],
             **self._init_info(),
             **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
             "attribution": self.attribution,
         }
+
+    def _first_corpus(self) -> str:
+        """The first corpus as ``--data`` named it: PATH, or PATH:WEIGHT when weighted."""
+        weight = self.cfg.data_weight
+        return str(self.cfg.data) if weight == 1 else f"{self.cfg.data}:{weight:g}"
 
     def _init_info(self) -> dict[str, Any]:
         """What a warm-started run started from, and its hours counting that model's."""

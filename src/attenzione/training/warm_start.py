@@ -175,4 +175,6 @@ def warm_start(
         "train_hours": info.get("train_hours_with_init", info.get("train_hours")),
         "corpora": info.get("corpora", [info["data"]] if "data" in info else []),
         "carried_over": f"body copied; {'; '.join(parts)}",
+        # and what that model started from, so the whole chain stays on record
+        **({"initialised_from": info["initialised_from"]} if "initialised_from" in info else {}),
     }

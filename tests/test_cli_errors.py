@@ -61,6 +61,7 @@ def test_a_bad_batch_size_is_refused_before_anything_is_written(
         ("--n-best", "-3", "--n-best must be >= 1"),
         ("--top-k", "-1", "--top-k must be >= 0"),
         ("--length-penalty", "-1", "--length-penalty must be >= 0"),
+        ("--number-coverage", "-0.5", "--number-coverage must be >= 0"),
     ],
 )
 def test_every_numeric_translate_option_is_checked_where_it_is_parsed(

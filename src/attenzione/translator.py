@@ -262,7 +262,7 @@ class Translator:
         """
         if isinstance(texts, str):
             texts = [texts]
-        cfg = decode or _decode_config(
+        cfg = decode or decode_config(
             beam, sample, temperature, top_k, top_p, seed, length_penalty, number_coverage
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
@@ -419,7 +419,7 @@ class Translator:
         if tgt_ids is not None:
             tgt_ids = list(tgt_ids)
         elif tgt is None:
-            cfg = _decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
+            cfg = decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
             tgt_ids = self.translate_ids([src_ids], cfg)[0][0].tokens
         else:
             tgt_ids = self.tgt_tokenizer.encode(tgt.strip())
@@ -445,7 +445,7 @@ class Translator:
         )
 
 
-def _decode_config(
+def decode_config(
     beam: int,
     sample: bool,
     temperature: float,
@@ -455,6 +455,8 @@ def _decode_config(
     length_penalty: float,
     number_coverage: float = NUMBER_COVERAGE,
 ) -> DecodeConfig:
+    """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
+    translate``) describe: sampling, greedy (beam 1) or beam search."""
     # Sampling options are checked even when sampling is off: a bad value is a mistake either
     # way, and silently ignoring it would hide it.
     sampling = DecodeConfig(

@@ -88,8 +88,7 @@ def translate(
         lines = _read_input(text, input)
         if output is not None:
             check_writable(output, "--output")
-        from attenzione.config import DecodeConfig
-        from attenzione.translator import Translator
+        from attenzione.translator import Translator, decode_config
 
         translator = Translator.from_pretrained(model, precision=precision)
         if n_best > 1:
@@ -104,24 +103,9 @@ def translate(
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return
-        if sample:
-            cfg = DecodeConfig(
-                method="sample",
-                temperature=temperature,
-                top_k=top_k,
-                top_p=top_p,
-                seed=seed,
-                number_coverage=number_coverage,
-            )
-        elif beam == 1:
-            cfg = DecodeConfig(method="greedy", number_coverage=number_coverage)
-        else:
-            cfg = DecodeConfig(
-                method="beam",
-                beam_size=beam,
-                length_penalty=length_penalty,
-                number_coverage=number_coverage,
-            )
+        cfg = decode_config(
+            beam, sample, temperature, top_k, top_p, seed, length_penalty, number_coverage
+        )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers
         )

@@ -206,6 +206,12 @@ def test_extra_dev_sets_are_kept_and_never_trained_on(tmp_path: Path) -> None:
         ("I have two cats.", "Ho 2 gatti.", "Ho 2 gatti."),  # nothing to put back
         ("Room 12.", "Camera dodici.", "Camera dodici."),  # no number to replace
         ("No numbers.", "Nessun numero 5.", "Nessun numero 5."),
+        # a missing number glued to a word is set apart, once per missing number
+        ("The 10 gunmen.", "I 10men.", "I 10 men."),
+        ("He has 10 cats.", "Ha 10gatti e 10cani.", "Ha 10 gatti e 10cani."),
+        ("A 3D film, 3 hours.", "Un film 3D, tre ore.", "Un film 3D, tre ore."),  # source's own
+        ("An 18-year-old.", "Un 18enne.", "Un 18enne."),  # an Italian word
+        ("1 dog, 7 cats.", "1 cane, 7gatti.", "1 cane, 7 gatti."),
     ],
 )
 def test_repair_numbers_puts_back_garbled_numbers_only(

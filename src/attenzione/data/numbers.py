@@ -7,7 +7,10 @@ mix) teach the model to copy; :func:`repair_numbers` is the guarantee behind tha
 runs after decoding and only touches numbers of the translation that match no number of the
 source: each such number is replaced, in order, by a source number that the translation has
 not reproduced. A translation that already has every source number is returned unchanged,
-and a number the model wrote out in words ("two" → "due") is left alone.
+and a number the model wrote out in words ("two" → "due") is left alone. A missing source
+number that the model glued to the next word ("10 gunmen" → "10men") is first set apart
+("10 men"), unless the glued form is the source's own ("3D") or an Italian word made with a
+number ("18enne", "10mila", "2019esimo").
 
 A number written with the other convention's separators (1,000 ↔ 1.000, 3.5 ↔ 3,5) counts
 as reproduced: the digits are exact and that is how an Italian reader writes it.
@@ -21,6 +24,12 @@ from collections import Counter
 # digits, optionally grouped, with a decimal part, or joined into one expression by - / :
 # ("2017", "1,000", "3.5", "555-1234", "10:30", "2017-05-01"): one number to copy whole
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,:/-]\d+)*(?!\w)")
+
+
+# a number run into the letters of a word: "10men", "17unds" (the word follows the digits)
+GLUED = re.compile(r"(?<![\w.,])(\d+(?:[.,:/-]\d+)*)([^\W\d_]+)")
+# Italian writes these with the digits ("un 18enne", "10mila euro", "il 150esimo"): kept whole
+_ITALIAN_SUFFIX = re.compile(r"(?:enne|enni|mila|esim[oaie]|ennale|ennali)", re.IGNORECASE)
 
 
 def numbers(text: str) -> list[str]:
@@ -42,11 +51,32 @@ def take(pool: Counter[str], number: str, *, other_separators: bool = True) -> b
     return False
 
 
+def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
+    """Set apart each glued number of ``translation`` that is a source number it lacks."""
+    missing = wanted.copy()
+    for m in NUMBER.finditer(translation):
+        take(missing, m.group(0))
+    source_words = set(source.split())
+
+    def split(m: re.Match[str]) -> str:
+        number, word = m.group(1), m.group(2)
+        if (
+            _ITALIAN_SUFFIX.fullmatch(word)
+            or any(m.group(0) in w for w in source_words)
+            or not take(missing, number)
+        ):
+            return m.group(0)
+        return f"{number} {word}"
+
+    return GLUED.sub(split, translation)
+
+
 def repair_numbers(source: str, translation: str) -> str:
     """``translation`` with each number the source lacks replaced by a missing source number."""
     wanted = Counter(numbers(source))
     if not wanted:
         return translation
+    translation = _unglue(source, translation, wanted)
     found = list(NUMBER.finditer(translation))
     # first pass: which translation numbers reproduce a source number (as is, or localised)
     stray: list[re.Match[str]] = []

@@ -334,32 +334,79 @@ def _needs_c(*needs: int) -> Coverage:
     return Coverage(need=torch.tensor([[n] for n in needs], dtype=torch.long), table=table)
 
 
-def test_coverage_lowers_eos_until_the_needed_token_is_written() -> None:
-    # greedy alone ends after A (p(eos|A) = 0.5 > p(C|A) = 0.4); an <eos> 100 times less
-    # likely while C is missing makes it write C first, with the renormalised probability
-    cfg = DecodeConfig(method="greedy", number_coverage=math.log(100.0))
-    hyp = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0][0]
-    assert hyp.tokens == [A, C]
-    assert hyp.log_prob == pytest.approx(math.log(0.6) + math.log(0.4 / (0.005 + 0.4 + 0.1)))
+def test_coverage_ranks_down_what_owes_and_keeps_the_model_scores() -> None:
+    # without coverage B·eos (0.36) beats A·eos (0.30) and A·C·eos (0.24); needing C, the
+    # best is A·C, and a hypothesis that owes C keeps its log-prob but loses score
+    w = 10.0
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0, number_coverage=w)
+    hyps = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0]
+    assert [h.tokens for h in hyps] == [[A, C], [B]]
+    assert hyps[0].score == pytest.approx(math.log(0.24))
+    assert hyps[1].score == pytest.approx(math.log(0.36) - w)
+    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.24), math.log(0.36)])
+    # a weak push changes nothing: 0.36 still beats 0.24 by more than 0.1
+    weak = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.1)
+    assert generate(ScriptedModel(), _src(), weak, coverage=_needs_c(1))[0][0].tokens == [B]
 
 
-def test_coverage_is_soft_and_off_at_zero() -> None:
-    weak = DecodeConfig(method="greedy", number_coverage=0.1)  # 0.5·e^-0.1 still beats 0.4
-    assert generate(ScriptedModel(), _src(), weak, coverage=_needs_c(1))[0][0].tokens == [A]
-    off = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.0)
-    assert generate(ScriptedModel(), _src(), off, coverage=_needs_c(1))[0][0].tokens == [B]
+def test_coverage_is_off_at_zero_and_for_greedy_and_sampling() -> None:
+    # greedy has no other hypothesis to choose: pushing it would only make it write on
+    for cfg in (
+        DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.0),
+        DecodeConfig(method="greedy", number_coverage=10.0),
+        DecodeConfig(method="sample", top_k=1, number_coverage=10.0),
+    ):
+        plain = generate(ScriptedModel(), _src(), cfg)[0][0]
+        pushed = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0][0]
+        assert pushed == plain
 
 
-def test_coverage_follows_each_sentence_and_beam() -> None:
-    # sentence 0 needs C, sentence 1 needs nothing: beam search keeps their counts apart
+class _Swapping(ScriptedModel):
+    """Beam rows swap places at step 1: the row that wrote C (step 0's best) falls behind."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {C: 0.55, A: 0.45},
+        (C,): {B: 0.6, EOS: 0.4},
+        (A,): {B: 0.9, EOS: 0.1},
+        (C, B): {EOS: 1.0},
+        (A, B): {EOS: 1.0},
+    }
+
+
+def test_coverage_counts_follow_each_sentence_and_beam_through_reordering() -> None:
     cfg = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=10.0)
-    out = generate(ScriptedModel(), _src(2), cfg, coverage=_needs_c(1, 0))
-    assert out[0][0].tokens == [A, C]  # 0.6·0.4 beats B·C's 0.4·0.1
-    assert out[1][0].tokens == [B]  # as without coverage
-    # a need the model cannot meet does not trap it: after A·C the stub's only continuation
-    # is <eos>, so a sentence needing C twice still ends there, well before the length cap
-    twice = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(2))[0][0]
-    assert twice.tokens == [A, C]
+    out = generate(_Swapping(), _src(2), cfg, coverage=_needs_c(1, 0))
+    # sentence 0 needs C: C·B (0.33) wins over A·B (0.405) only if the count of C went with
+    # its row when the rows were reordered; sentence 1 needs nothing
+    assert out[0][0].tokens == [C, B]
+    assert out[0][0].log_prob == pytest.approx(math.log(0.55 * 0.6))
+    assert out[1][0].tokens == [A, B]
+
+
+class _Babbling(ScriptedModel):
+    """After A the model ends (0.7) or writes B again and again (0.3); C never comes."""
+
+    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
+        rows = []
+        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
+            if tok != BOS:
+                cache.prefixes[r].append(tok)
+            dist = {A: 1.0} if not cache.prefixes[r] else {EOS: 0.7, B: 0.3}
+            logp = torch.full((V,), -1e9)
+            for t, p in dist.items():
+                logp[t] = math.log(p)
+            rows.append(logp)
+        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+
+
+@pytest.mark.parametrize("beam", [1, 2, 4])
+def test_a_need_no_beam_can_meet_does_not_make_the_output_babble(beam: int) -> None:
+    # the search goes on to the length cap looking for C, but what it returns is the best
+    # ending it found, not a hypothesis cut at the cap
+    cfg = DecodeConfig(method="beam", beam_size=beam, number_coverage=4.0)
+    best = generate(_Babbling(), _src(), cfg, coverage=_needs_c(1))[0][0]
+    assert best.tokens == [A]
+    assert best.log_prob == pytest.approx(math.log(0.7))
 
 
 def test_a_malformed_coverage_is_refused() -> None:

@@ -237,6 +237,19 @@ def test_shipped_model_keeps_the_numbers_of_a_sentence() -> None:
 
 
 @shipped
+def test_shipped_model_beam_search_writes_the_time_and_greedy_still_ends() -> None:
+    tr = Translator.from_pretrained()
+    sentence = "Tom didn't come back until after 2:30."
+    # the model's own digits (no repair): beam search with the number coverage keeps them
+    assert "2:30" in tr.translate(sentence, fix_numbers=False)[0]
+    # greedy decoding ignores the coverage (one hypothesis, nothing to choose between) and
+    # ends its sentence where the model does, whatever it wrote for the time
+    greedy = tr.translate(sentence, beam=1, fix_numbers=False)[0]
+    assert greedy == tr.translate(sentence, beam=1, fix_numbers=False, number_coverage=0)[0]
+    assert greedy.endswith(".") and len(greedy) < 2 * len(sentence), greedy
+
+
+@shipped
 def test_cli_translate_fix_numbers_flag_gives_the_repaired_or_the_raw_output() -> None:
     tr = Translator.from_pretrained()
     sentence = "I was born in 2017."

@@ -152,9 +152,10 @@ class ModelConfig(_JsonMixin):
         return dataclasses.replace(self, **changes)
 
 
-# How much less likely (in logits) <eos> is made per digit of the source's numbers that the
-# output has not written yet: chosen on the dev sets (docs/broad-training.md)
-NUMBER_COVERAGE = 4.0
+# How much lower beam search ranks a finished translation (in mean log-prob per token) per
+# digit of the source's numbers it has not written: chosen on the dev sets
+# (docs/broad-training.md)
+NUMBER_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,9 @@ class DecodeConfig(_JsonMixin):
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 0  # <eos> is forbidden before this many new tokens (benchmarks use it)
-    # <eos> is made this much less likely (in logits) per digit of the source's numbers the
-    # output has not written yet (0 = off; see decoding.Coverage)
+    # beam search ranks a finished translation this much lower (in its length-normalised
+    # log-prob) per digit of the source's numbers it has not written (0 = off; greedy and
+    # sampling ignore it; see decoding.Coverage)
     number_coverage: float = NUMBER_COVERAGE
 
     def __post_init__(self) -> None:

@@ -19,6 +19,13 @@ Only the choice differs, and it lives in a small strategy object (as OpenNMT's
   log-prob, 1 = per-token average; larger values favour longer outputs), and a sentence stops
   once K hypotheses have finished. With K = 1 it is greedy decoding, token for token.
 
+Beam search can also be told what each output should carry over from its source (a
+:class:`Coverage`: in attenzione, the digits of the source's numbers). A finished hypothesis
+that still owes some is ranked lower by ``number_coverage`` per owed symbol, and does not
+count towards the K that stop the search, which goes on for one that owes nothing until the
+length cap. Greedy decoding and sampling ignore it: with no other hypothesis to choose, a
+push could only make them write on past their ending.
+
 Sentences that are finished leave the batch (the strategy returns the surviving rows, the
 loop reorders the cache to them), so a batch costs what its unfinished sentences cost. The
 length cap for a source of n real tokens is ``max_len_a·n + max_len_b`` new tokens, never
@@ -112,8 +119,11 @@ class Strategy:
         """Cache rows to begin with (None: one row per sentence, as encoded)."""
         return None
 
-    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
-        """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based)."""
+    def step(
+        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+    ) -> Step | None:
+        """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based).
+        ``owed`` (N,C): the coverage symbols each row has yet to write (None: no coverage)."""
         raise NotImplementedError
 
     def results(self) -> list[list[Hypothesis]]:
@@ -135,7 +145,9 @@ class Greedy(Strategy):
         picked, nxt = log_probs.max(dim=-1)  # one max gives both token and score
         return nxt, picked
 
-    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
+    def step(
+        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+    ) -> Step | None:
         nxt, picked = self.choose(logits, log_probs)
         done = (nxt == self.eos_id) | (self.limit_t[self.live] <= step + 1)  # (N,)
         for r, tok, lp in zip(self.live.tolist(), nxt.tolist(), picked.tolist(), strict=True):
@@ -176,10 +188,16 @@ class BeamSearch(Strategy):
 
     At each step the K·V continuations of a sentence are ranked by total log-prob; of the best
     2K, ``<eos>`` ones within the top K are set aside as finished, and the best K others go on.
+    A sentence stops once K finished hypotheses owe nothing of its coverage (``table``, (V,C):
+    the symbols each token writes; None: no coverage, every finished hypothesis counts).
     """
 
-    def __init__(self, cfg: DecodeConfig, eos_id: int, limits: Tensor) -> None:
+    def __init__(
+        self, cfg: DecodeConfig, eos_id: int, limits: Tensor, table: Tensor | None = None
+    ) -> None:
         super().__init__(cfg, eos_id, limits)
+        self.table = table
+        self.complete = [0] * self.batch  # finished hypotheses that owe nothing, per sentence
         k, b, dev = cfg.beam_size, self.batch, limits.device
         self.k, self.device = k, dev
         self.live = list(range(b))  # original sentence of each live group of K rows
@@ -191,11 +209,22 @@ class BeamSearch(Strategy):
     def start(self) -> Tensor:
         return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
 
-    def _finish(self, sent: int, toks: list[int], total: float, length: int) -> None:
-        norm = total / (length**self.cfg.length_penalty)
+    def _finish(self, sent: int, toks: list[int], total: float, length: int, owes: int = 0) -> None:
+        """Set a hypothesis aside: ranked by its length-normalised log-prob, less
+        ``number_coverage`` per coverage symbol it ``owes``."""
+        norm = total / (length**self.cfg.length_penalty) - self.cfg.number_coverage * owes
         self.finished[sent].append(Hypothesis(toks, norm, total))
+        self.complete[sent] += owes == 0
 
-    def step(self, step: int, logits: Tensor, log_probs: Tensor) -> Step | None:
+    def _owes(self, owed: Tensor | None, row: int, token: int) -> int:
+        """What row ``row`` still owes once it has written ``token``."""
+        if owed is None or self.table is None:
+            return 0
+        return int((owed[row] - self.table[token]).clamp(min=0).sum())
+
+    def step(
+        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+    ) -> Step | None:
         k, n = self.k, len(self.live)
         v = log_probs.shape[-1]
         cand = self.scores.view(n * k, 1) + log_probs  # (n·K,V) total log-probs
@@ -219,16 +248,19 @@ class BeamSearch(Strategy):
                 if tok_l[g][j] == self.eos_id:
                     if j < k:
                         hist_l = self.history.tolist() if hist_l is None else hist_l
-                        self._finish(sent, hist_l[g * k + parent_l[g][j]], s, length)
+                        row = g * k + parent_l[g][j]
+                        owes = self._owes(owed, row, self.eos_id)
+                        self._finish(sent, hist_l[row], s, length, owes)
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
             if at_limit:
                 hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:
-                    toks = hist_l[g * k + parent_l[g][j]] + [tok_l[g][j]]
-                    self._finish(sent, toks, score_l[g][j], length)
-            if len(self.finished[sent]) >= k or at_limit or not chosen:
+                    row, tok = g * k + parent_l[g][j], tok_l[g][j]
+                    owes = self._owes(owed, row, tok)
+                    self._finish(sent, hist_l[row] + [tok], score_l[g][j], length, owes)
+            if self.complete[sent] >= k or at_limit or not chosen:
                 continue
             n_real = len(chosen)
             while len(chosen) < k:  # fewer than K live options: pad with dead copies
@@ -261,11 +293,13 @@ class Coverage:
     digits of the source's numbers (so that a number is not dropped with its clause).
 
     ``need`` (B,C): how many of each of C symbols sentence b's source has; ``table`` (V,C):
-    how many of each symbol target piece v writes. While a row has written fewer than its
-    sentence needs, its ``<eos>`` logit is lowered by ``number_coverage`` per missing symbol:
-    a soft constraint. A translation that spells "2:30" as "due e mezza" pays for it but can
-    still win when the model is sure of it; one that dropped a number usually loses to a beam
-    that kept it.
+    how many of each symbol target piece v writes. Beam search ranks a finished hypothesis
+    that has written fewer than its sentence needs lower by ``number_coverage`` per owed
+    symbol, and searches on for one that owes nothing (see :class:`BeamSearch`): a soft
+    constraint. A translation that spells "2:30" as "due e mezza" pays for it but still wins
+    when no beam wrote the digits or the model is far surer of the words; one that dropped a
+    number loses to a beam that kept it. Scores stay the model's: ``log_prob`` is never
+    touched, only ``score``.
     """
 
     need: Tensor
@@ -315,19 +349,23 @@ def generate(
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
     if coverage is not None:
         coverage.check(src_ids.shape[0], mc.tgt_vocab_size)
-        if cfg.number_coverage == 0:
-            coverage = None
+        if cfg.number_coverage == 0 or cfg.method != "beam":
+            coverage = None  # off; greedy and sampling have no other hypothesis to choose
     limits = _limits(model, src_ids, cfg)  # (B,)
-    strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
+    table = None if coverage is None else coverage.table.to(src_ids.device)  # (V,C)
+    strategy: Strategy
+    if table is not None:
+        strategy = BeamSearch(cfg, mc.eos_id, limits, table)
+    else:
+        strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
     enc = model.encode(src_ids)
     cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
     rows = strategy.start()
-    need = have = None  # (N,C): what each row's sentence needs, and what the row has produced
+    need = have = owed = None  # (N,C): what each row's sentence needs, has written, still owes
     if coverage is not None:
         need = coverage.need.to(src_ids.device)
         need = need if rows is None else need[rows]
         have = torch.zeros_like(need)
-        table = coverage.table.to(src_ids.device)
     if rows is not None:
         cache.reorder(rows)
         banned = None if banned is None else banned[rows]
@@ -340,15 +378,14 @@ def generate(
         if banned is not None:
             logits.masked_fill_(banned, float("-inf"))
         if need is not None and have is not None:
-            missing = (need - have).clamp(min=0).sum(dim=1)  # (N,)
-            logits[:, mc.eos_id] -= cfg.number_coverage * missing.float()
-        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1))
+            owed = (need - have).clamp(min=0)  # (N,C)
+        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1), owed)
         if chosen is None:
             break
         if chosen.rows is not None:
             cache.reorder(chosen.rows)
             banned = None if banned is None else banned[chosen.rows]
-        if need is not None and have is not None:
+        if need is not None and have is not None and table is not None:
             if chosen.rows is not None:
                 need, have = need[chosen.rows], have[chosen.rows]
             have = have + table[chosen.tokens]

@@ -61,11 +61,11 @@ class ScoredTranslation:
     pieces: int = 1  # > 1: the sentence was too long and was translated in this many pieces
 
 
-def _digit_table(tok: Tokenizer) -> torch.Tensor:
-    """(V,10) long: how many times each digit 0–9 occurs in each piece's text (byte pieces
-    and special tokens write none)."""
-    table = torch.zeros((tok.vocab_size, 10), dtype=torch.long)
-    for i in range(tok.vocab_size):
+def _digit_table(tok: Tokenizer, vocab_size: int) -> torch.Tensor:
+    """(vocab_size,10) long: how many times each digit 0–9 occurs in each piece's text (byte
+    pieces, special tokens and ids past the tokenizer's vocabulary write none)."""
+    table = torch.zeros((vocab_size, 10), dtype=torch.long)
+    for i in range(min(tok.vocab_size, vocab_size)):
         piece = tok.id_to_token(i)
         if is_byte_piece(piece):
             continue
@@ -109,10 +109,8 @@ class Translator:
         self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
         self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
         # (V,10): how many of each digit every piece writes, for number coverage
-        self._digits_src = _digit_table(src_tokenizer)
-        self._digits_tgt = (
-            self._digits_src if tgt_tokenizer is src_tokenizer else _digit_table(tgt_tokenizer)
-        )
+        self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
+        self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -256,9 +254,10 @@ class Translator:
         ``beam`` 1 is greedy decoding; ``sample=True`` samples instead (with ``temperature``,
         ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
         ``fix_numbers`` puts back source numbers the model garbled ("2017" → "20177"; see
-        :func:`attenzione.data.numbers.repair_numbers`); False gives the model's raw output.
-        ``number_coverage`` keeps the model from ending before it has written the source's
-        numbers (:class:`attenzione.decoding.Coverage`; 0 = off).
+        :func:`attenzione.data.numbers.repair_numbers`); False: unrepaired.
+        ``number_coverage`` makes beam search prefer a translation that has written every
+        digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
+        decoding and sampling ignore it).
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -317,13 +316,10 @@ class Translator:
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
     ) -> list[tuple[str, float]]:
-        """The ``n_best`` beam hypotheses of one sentence, best first, with their scores."""
-        cfg = DecodeConfig(
-            method="beam",
-            beam_size=beam,
-            n_best=n_best,
-            length_penalty=length_penalty,
-            number_coverage=number_coverage,
+        """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
+        scores (length-normalised log-prob, less the number coverage's charge)."""
+        cfg = decode_config(
+            beam, False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best=n_best
         )
         if not text.strip():
             return [("", 0.0)]
@@ -337,6 +333,7 @@ class Translator:
         beam: int = 4,
         n_best: int = 1,
         length_penalty: float = 1.0,
+        number_coverage: float = NUMBER_COVERAGE,
         batch_size: int = 64,
         fix_numbers: bool = True,
     ) -> list[list[ScoredTranslation]]:
@@ -347,13 +344,9 @@ class Translator:
         sentence too long for the model is translated in pieces (the input policy) and gets
         one candidate: the pieces' best translations joined, their log-probs summed.
         """
-        beam = max(beam, n_best)
-        if beam == 1:
-            cfg = DecodeConfig(method="greedy")
-        else:
-            cfg = DecodeConfig(
-                method="beam", beam_size=beam, n_best=n_best, length_penalty=length_penalty
-            )
+        cfg = decode_config(
+            max(beam, n_best), False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best
+        )
         pieces: list[tuple[int, str, list[int]]] = []  # (sentence index, text, source ids)
         for i, text in enumerate(sentences):
             for part in self._pieces(text.strip()) if text.strip() else []:
@@ -454,9 +447,10 @@ def decode_config(
     seed: int | None,
     length_penalty: float,
     number_coverage: float = NUMBER_COVERAGE,
+    n_best: int = 1,
 ) -> DecodeConfig:
     """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
-    translate``) describe: sampling, greedy (beam 1) or beam search."""
+    translate``) describe: sampling, greedy (beam 1) or beam search (``n_best`` candidates)."""
     # Sampling options are checked even when sampling is off: a bad value is a mistake either
     # way, and silently ignoring it would hide it.
     sampling = DecodeConfig(
@@ -471,11 +465,12 @@ def decode_config(
         return sampling
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
-    if beam == 1:
+    if beam == 1 and n_best == 1:
         return DecodeConfig(method="greedy", number_coverage=number_coverage)
     return DecodeConfig(
         method="beam",
         beam_size=beam,
+        n_best=n_best,
         length_penalty=length_penalty,
         number_coverage=number_coverage,
     )

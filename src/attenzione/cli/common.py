@@ -89,6 +89,19 @@ def in_range(low: float, high: float, *, low_open: bool = False) -> Callback:
     return check
 
 
+def number_coverage_option() -> Any:
+    """``--number-coverage``, as ``translate`` and ``evaluate`` take it."""
+    from attenzione.config import NUMBER_COVERAGE
+
+    return typer.Option(
+        NUMBER_COVERAGE,
+        help="Beam search: rank a translation this much lower (in mean log-prob per token) for "
+        "each digit of the source's numbers it has not written, so numbers are not dropped "
+        "(0 = off; greedy and sampling ignore it).",
+        callback=at_least(0),
+    )
+
+
 def given(ctx: typer.Context, name: str) -> bool:
     """Whether the user set parameter ``name`` (on the command line or the environment)."""
     source = ctx.get_parameter_source(name)  # typer may carry its own copy of click's enum

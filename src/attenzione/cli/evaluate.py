@@ -8,8 +8,7 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import at_least, check_writable, user_errors
-from attenzione.config import NUMBER_COVERAGE
+from attenzione.cli.common import at_least, check_writable, number_coverage_option, user_errors
 
 
 def evaluate(
@@ -37,14 +36,9 @@ def evaluate(
     fix_numbers: bool = typer.Option(
         True,
         "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled (default), or score its raw output.",
+        help="Put back source numbers the model garbled (default), or score the output unrepaired.",
     ),
-    number_coverage: float = typer.Option(
-        NUMBER_COVERAGE,
-        help="Make ending this much less likely (logits) per digit of the source's numbers "
-        "not yet written, so numbers are not dropped (0 = off).",
-        callback=at_least(0),
-    ),
+    number_coverage: float = number_coverage_option(),
     all_references: bool = typer.Option(
         False,
         "--all-references",

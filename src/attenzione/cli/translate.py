@@ -23,10 +23,10 @@ from attenzione.cli.common import (
     fail,
     given,
     in_range,
+    number_coverage_option,
     read_text_lines,
     user_errors,
 )
-from attenzione.config import NUMBER_COVERAGE
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
@@ -63,12 +63,7 @@ def translate(
     length_penalty: float = typer.Option(
         1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
-    number_coverage: float = typer.Option(
-        NUMBER_COVERAGE,
-        help="Make ending this much less likely (logits) per digit of the source's numbers "
-        "not yet written, so numbers are not dropped (0 = off).",
-        callback=at_least(0),
-    ),
+    number_coverage: float = number_coverage_option(),
     n_best: int = typer.Option(
         1, help="Print the n best beam hypotheses with scores (one sentence).", callback=at_least(1)
     ),
@@ -76,7 +71,7 @@ def translate(
     fix_numbers: bool = typer.Option(
         True,
         "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled (default), or print its raw output.",
+        help="Put back source numbers the model garbled (default), or print the output unrepaired.",
     ),
 ) -> None:
     """Translate sentences with a trained model."""

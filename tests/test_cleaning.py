@@ -210,6 +210,7 @@ def test_extra_dev_sets_are_kept_and_never_trained_on(tmp_path: Path) -> None:
         ("The 10 gunmen.", "I 10men.", "I 10 men."),
         ("He has 10 cats.", "Ha 10gatti e 10cani.", "Ha 10 gatti e 10cani."),
         ("A 3D film, 3 hours.", "Un film 3D, tre ore.", "Un film 3D, tre ore."),  # source's own
+        ("The 10 men and 100men.", "I 10men e 100men.", "I 10 men e 100men."),  # whole tokens
         ("An 18-year-old.", "Un 18enne.", "Un 18enne."),  # an Italian word
         ("1 dog, 7 cats.", "1 cane, 7gatti.", "1 cane, 7 gatti."),
     ],

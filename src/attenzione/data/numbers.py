@@ -56,13 +56,13 @@ def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
     missing = wanted.copy()
     for m in NUMBER.finditer(translation):
         take(missing, m.group(0))
-    source_words = set(source.split())
+    source_glued = {g.group(0) for g in GLUED.finditer(source)}  # "3D" in the source: kept
 
     def split(m: re.Match[str]) -> str:
         number, word = m.group(1), m.group(2)
         if (
             _ITALIAN_SUFFIX.fullmatch(word)
-            or any(m.group(0) in w for w in source_words)
+            or m.group(0) in source_glued
             or not take(missing, number)
         ):
             return m.group(0)

@@ -70,6 +70,13 @@ def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
     _one_line_error(_run(["translate", "--model", str(model), option, value, "x"]), message)
 
 
+def test_evaluate_checks_its_number_coverage_too(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "dev.tsv"
+    data.write_text("the cat\til gatto\n")
+    res = _run(["evaluate", "--model", str(model), "--data", str(data), "--number-coverage", "-1"])
+    _one_line_error(res, "--number-coverage must be >= 0")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

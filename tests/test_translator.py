@@ -336,3 +336,9 @@ def test_number_coverage_counts_the_digits_of_each_source_and_each_piece() -> No
         assert coverage.table[i].tolist() == [piece.count(str(d)) for d in range(10)], piece
     written = {str(d) for d in range(10) if coverage.table[:, d].any()}
     assert written == set("01234579")  # each digit the training text had is a piece
+    # a model whose output layer is larger than the tokenizer: the table is the model's size
+    wide = Translator(
+        Transformer(_tiny_config(tok.vocab_size, tok.vocab_size + 3, max_len=64)), tok, tok
+    )
+    wide._number_coverage(batch).check(3, tok.vocab_size + 3)
+    assert not wide._digits_tgt[tok.vocab_size :].any()

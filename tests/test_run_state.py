@@ -188,3 +188,20 @@ def test_attribution_of_a_weighted_extra_corpus(corpus: Path, tmp_path: Path) ->
     run = tmp_path / "mixed"
     train(_cfg(corpus, run, max_steps=1, extra_data=(f"{anki}:2",)), **QUIET)
     assert json.loads((run / "last" / "info.json").read_text())["attribution"] == TATOEBA
+
+
+def test_resume_keeps_the_runs_own_value_of_a_changeable_setting_left_out() -> None:
+    from attenzione.training.setup import resumed_config
+
+    saved = TrainConfig(
+        data="a.tsv", out="run", max_minutes=135, num_threads=2, keep_snapshots=4,
+        save_every_minutes=10,
+    )  # fmt: skip
+    given = TrainConfig(data="", out="moved", max_minutes=30)  # the CLI's defaults elsewhere
+    cfg, notes = resumed_config(given, saved, explicit={"out", "max_minutes"})
+    assert (cfg.out, cfg.max_minutes) == ("moved", 30)  # given: this invocation's
+    assert (cfg.num_threads, cfg.keep_snapshots, cfg.save_every_minutes) == (2, 4, 10)
+    assert cfg.data == "a.tsv" and notes == []
+    # from Python, without the CLI's list of what was set, every changeable value is taken
+    cfg, _ = resumed_config(given, saved, explicit=None)
+    assert cfg.keep_snapshots == given.keep_snapshots and cfg.num_threads == given.num_threads

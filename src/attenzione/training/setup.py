@@ -81,14 +81,18 @@ def resumed_config(
 ) -> tuple[TrainConfig, list[str]]:
     """The config a resumed run continues with, and a note for each request it ignores.
 
-    ``explicit``: the fields the user actually set (the CLI knows); None compares them all.
+    ``explicit``: the fields the user actually set (the CLI knows); None takes them all as
+    set. A field that may change on resume (budget, threads, snapshots …) takes the value
+    given only when it was set: one left out keeps the run's own, so resuming without
+    repeating ``--keep-snapshots 4`` does not silently stop the snapshots.
     """
     merged = saved.to_dict()
     notes = []
     for f in fields(TrainConfig):
         new, old = getattr(given, f.name), getattr(saved, f.name)
         if f.name in RESUME_MAY_CHANGE:
-            merged[f.name] = new
+            if f.name == "out" or explicit is None or f.name in explicit:
+                merged[f.name] = new
         elif new != old and (explicit is None or f.name in explicit):
             notes.append(f"{f.name}={old!r} (asked: {new!r})")
     return TrainConfig.from_dict(merged), notes

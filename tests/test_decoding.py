@@ -417,3 +417,31 @@ def test_a_malformed_coverage_is_refused() -> None:
         generate(ScriptedModel(), _src(), coverage=bad)
     with pytest.raises(ValueError, match="number_coverage"):
         DecodeConfig(number_coverage=-1.0)
+
+
+class _NeverEnding(ScriptedModel):
+    """After A: end (0.7) or start writing B, and once B is written, never end."""
+
+    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
+        rows = []
+        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
+            if tok != BOS:
+                cache.prefixes[r].append(tok)
+            prefix = cache.prefixes[r]
+            dist = {A: 1.0} if not prefix else {B: 1.0} if B in prefix else {EOS: 0.7, B: 0.3}
+            logp = torch.full((V,), -1e9)
+            for t, p in dist.items():
+                logp[t] = math.log(p)
+            rows.append(logp)
+        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+
+
+def test_a_hypothesis_cut_at_the_cap_never_beats_one_that_ended() -> None:
+    # B is the owed symbol; only hypotheses that never end write it. Cut at the cap they owe
+    # nothing and would outrank A·<eos>; but with K = 1 the search went on past A·<eos> only
+    # for the coverage, so what it cut at the cap is not returned
+    table = torch.zeros(V, 1, dtype=torch.long)
+    table[B, 0] = 1
+    need_b = Coverage(need=torch.tensor([[1]]), table=table)
+    cfg = DecodeConfig(method="beam", beam_size=1, number_coverage=4.0)
+    assert generate(_NeverEnding(), _src(), cfg, coverage=need_b)[0][0].tokens == [A]

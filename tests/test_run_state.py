@@ -202,6 +202,12 @@ def test_resume_keeps_the_runs_own_value_of_a_changeable_setting_left_out() -> N
     assert (cfg.out, cfg.max_minutes) == ("moved", 30)  # given: this invocation's
     assert (cfg.num_threads, cfg.keep_snapshots, cfg.save_every_minutes) == (2, 4, 10)
     assert cfg.data == "a.tsv" and notes == []
+    # the budget is one setting: a new --max-steps drops the run's old --max-minutes
+    cfg, _ = resumed_config(
+        TrainConfig(data="", out="run", max_steps=40), saved, explicit={"out", "max_steps"}
+    )
+    assert (cfg.max_steps, cfg.max_minutes, cfg.epochs) == (40, None, None)
+    assert cfg.keep_snapshots == 4
     # from Python, without the CLI's list of what was set, every changeable value is taken
     cfg, _ = resumed_config(given, saved, explicit=None)
     assert cfg.keep_snapshots == given.keep_snapshots and cfg.num_threads == given.num_threads

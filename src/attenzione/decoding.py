@@ -254,7 +254,9 @@ class BeamSearch(Strategy):
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
-            if at_limit:
+            # cut at the cap: kept only when fewer than K ended properly, as without coverage;
+            # a search that went on only for the coverage does not return them
+            if at_limit and len(self.finished[sent]) < k:
                 hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:
                     row, tok = g * k + parent_l[g][j], tok_l[g][j]

@@ -317,7 +317,8 @@ class Translator:
         number_coverage: float = NUMBER_COVERAGE,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
-        scores (length-normalised log-prob, less the number coverage's charge)."""
+        scores (length-normalised log-prob, less the number coverage's charge; with beam 1
+        and one hypothesis it is greedy decoding, and the score its total log-prob)."""
         cfg = decode_config(
             beam, False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best=n_best
         )
@@ -343,6 +344,8 @@ class Translator:
         one's score. A blank sentence gives ``[ScoredTranslation("", 0.0, 0.0, ())]``. A
         sentence too long for the model is translated in pieces (the input policy) and gets
         one candidate: the pieces' best translations joined, their log-probs summed.
+        Candidates are ranked by beam search's score (with the number coverage), so a
+        candidate that owes a digit can come after one with a lower ``confidence``.
         """
         cfg = decode_config(
             max(beam, n_best), False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best

@@ -36,6 +36,7 @@ RESUME_MAY_CHANGE = frozenset(
         "keep_snapshots",
     }
 )
+BUDGET = frozenset({"epochs", "max_steps", "max_minutes"})  # when a run stops
 LOG_EVERY = 50  # steps between train-loss records
 
 
@@ -84,14 +85,19 @@ def resumed_config(
     ``explicit``: the fields the user actually set (the CLI knows); None takes them all as
     set. A field that may change on resume (budget, threads, snapshots …) takes the value
     given only when it was set: one left out keeps the run's own, so resuming without
-    repeating ``--keep-snapshots 4`` does not silently stop the snapshots.
+    repeating ``--keep-snapshots 4`` does not silently stop the snapshots. The stop
+    conditions (``BUDGET``) are one setting: give any and all three are the ones given.
     """
     merged = saved.to_dict()
     notes = []
+    # the stop conditions go together: give one and the others are the ones given too (None
+    # unless given), so an old --epochs cannot cut short a new --max-steps
+    new_budget = explicit is not None and bool(explicit & BUDGET)
     for f in fields(TrainConfig):
         new, old = getattr(given, f.name), getattr(saved, f.name)
         if f.name in RESUME_MAY_CHANGE:
-            if f.name == "out" or explicit is None or f.name in explicit:
+            given_now = explicit is None or f.name in explicit
+            if f.name == "out" or given_now or (f.name in BUDGET and new_budget):
                 merged[f.name] = new
         elif new != old and (explicit is None or f.name in explicit):
             notes.append(f"{f.name}={old!r} (asked: {new!r})")

@@ -213,6 +213,10 @@ def test_extra_dev_sets_are_kept_and_never_trained_on(tmp_path: Path) -> None:
         ("The 10 men and 100men.", "I 10men e 100men.", "I 10 men e 100men."),  # whole tokens
         ("An 18-year-old.", "Un 18enne.", "Un 18enne."),  # an Italian word
         ("1 dog, 7 cats.", "1 cane, 7gatti.", "1 cane, 7 gatti."),
+        ("On May 1 we rest.", "Il 1º maggio riposiamo.", "Il 1º maggio riposiamo."),  # ordinal
+        ("A 4 x 4 grid.", "Una griglia 4x4.", "Una griglia 4x4."),  # a dimension
+        ("It is 2 times faster.", "È 2x più veloce.", "È 2x più veloce."),  # one letter
+        ("The 3DS, 3 games.", "Il 3ds, tre giochi.", "Il 3ds, tre giochi."),  # any case
     ],
 )
 def test_repair_numbers_puts_back_garbled_numbers_only(

@@ -152,9 +152,9 @@ class ModelConfig(_JsonMixin):
         return dataclasses.replace(self, **changes)
 
 
-# How much lower beam search ranks a finished translation (in mean log-prob per token) per
-# digit of the source's numbers it has not written: chosen on the dev sets
-# (docs/broad-training.md)
+# How much lower beam search ranks a finished translation (in its ranking score: the mean
+# log-prob per token at the default length penalty 1) per digit of the source's numbers it
+# has not written: chosen on the dev sets (docs/broad-training.md)
 NUMBER_COVERAGE = 0.5
 
 

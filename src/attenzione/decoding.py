@@ -254,8 +254,9 @@ class BeamSearch(Strategy):
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
-            # cut at the cap: kept only when fewer than K ended properly, as without coverage;
-            # a search that went on only for the coverage does not return them
+            # cut at the cap: kept only when fewer than K have ended properly (those ending at
+            # this step count): a cut sentence never beats K that ended, and a search that
+            # went on only for the coverage does not return one
             if at_limit and len(self.finished[sent]) < k:
                 hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:

@@ -95,8 +95,9 @@ def number_coverage_option() -> Any:
 
     return typer.Option(
         NUMBER_COVERAGE,
-        help="Beam search: rank a translation this much lower (in mean log-prob per token) for "
-        "each digit of the source's numbers it has not written, so numbers are not dropped "
+        help="Beam search: rank a translation this much lower (in its score: mean log-prob per "
+        "token at length penalty 1) for each digit of the source's numbers it has not written, "
+        "so numbers are not dropped "
         "(0 = off; greedy and sampling ignore it).",
         callback=at_least(0),
     )

@@ -26,8 +26,9 @@ from collections import Counter
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,:/-]\d+)*(?!\w)")
 
 
-# a number run into the letters of a word: "10men", "17unds" (the word follows the digits)
-GLUED = re.compile(r"(?<![\w.,])(\d+(?:[.,:/-]\d+)*)([^\W\d_]+)")
+# a number run into the letters of a word: "10men", "17unds" (the word follows the digits).
+# Two letters at least, and no digit after them: "1º", "2x", "4x4", "3a2" are forms, not glue
+GLUED = re.compile(r"(?<![\w.,])(\d+(?:[.,:/-]\d+)*)([^\W\d_]{2,})(?!\d)")
 # Italian writes these with the digits ("un 18enne", "10mila euro", "il 150esimo"): kept whole
 _ITALIAN_SUFFIX = re.compile(r"(?:enne|enni|mila|esim[oaie]|ennale|ennali)", re.IGNORECASE)
 
@@ -56,13 +57,13 @@ def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
     missing = wanted.copy()
     for m in NUMBER.finditer(translation):
         take(missing, m.group(0))
-    source_glued = {g.group(0) for g in GLUED.finditer(source)}  # "3D" in the source: kept
+    source_glued = {g.group(0).lower() for g in GLUED.finditer(source)}  # the source's own: kept
 
     def split(m: re.Match[str]) -> str:
         number, word = m.group(1), m.group(2)
         if (
             _ITALIAN_SUFFIX.fullmatch(word)
-            or m.group(0) in source_glued
+            or m.group(0).lower() in source_glued
             or not take(missing, number)
         ):
             return m.group(0)

@@ -383,6 +383,29 @@ def test_coverage_counts_follow_each_sentence_and_beam_through_reordering() -> N
     assert out[1][0].tokens == [A, B]
 
 
+class _LateChoice(ScriptedModel):
+    """Two endings at step 1 (A·<eos>, B·<eos>), then after A·B: end (0.6) or write C (0.4)."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {A: 0.6, B: 0.4},
+        (A,): {EOS: 0.9, B: 0.1},
+        (B,): {EOS: 0.9, B: 0.1},
+        (A, B): {EOS: 0.6, C: 0.4},
+        (B, B): {EOS: 0.7, C: 0.3},
+    }
+
+
+def test_coverage_of_several_sentences_survives_one_stopping_early() -> None:
+    # the middle sentence needs nothing and is done at step 1; the rows of the other two
+    # close up, and at step 2 each must still know that it owes C (or A·B·<eos> would win)
+    cfg = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=10.0)
+    out = generate(_LateChoice(), _src(3), cfg, coverage=_needs_c(1, 0, 1))
+    assert [h[0].tokens for h in out] == [[A, B, C], [A], [A, B, C]]
+    assert [h[0].log_prob for h in out] == pytest.approx(
+        [math.log(0.6 * 0.1 * 0.4), math.log(0.6 * 0.9), math.log(0.6 * 0.1 * 0.4)]
+    )
+
+
 class _Babbling(ScriptedModel):
     """After A the model ends (0.7) or writes B again and again (0.3); C never comes."""
 

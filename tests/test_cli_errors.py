@@ -83,8 +83,8 @@ def test_evaluate_checks_its_number_coverage_too(model: Path, tmp_path: Path) ->
         (["--sample", "--temperature", "0"], "--temperature must be in (0, inf]"),
         (["--sample", "--top-p", "1.5"], "--top-p must be in (0, 1]"),
         (["--temperature", "-2"], "--temperature must be in (0, inf]"),  # bad even without sample
-        (["--temperature", "0.7"], "only apply with --sample"),  # good, but would be ignored
-        (["--top-p", "0.9", "--beam", "2"], "--top-p only apply with --sample"),
+        (["--temperature", "0.7"], "--temperature only applies with --sample"),  # would be ignored
+        (["--top-p", "0.9", "--top-k", "5"], "--top-k, --top-p only apply with --sample"),
     ],
 )
 def test_sampling_options_are_never_silently_ignored(
@@ -162,6 +162,17 @@ def test_outputs_that_cannot_be_written_are_refused_before_the_work(
     )
 
 
+def test_evaluate_says_when_there_was_nothing_to_copy(model: Path, tmp_path: Path) -> None:
+    tsv = tmp_path / "test.tsv"
+    tsv.write_text("the cat\til gatto\n")
+    res = _run(["evaluate", "--model", str(model), "--data", str(tsv), "--beam", "1"])
+    assert res.exit_code == 0, res.output
+    copied = [line for line in res.output.splitlines() if line.startswith("copied unchanged:")]
+    assert copied == [
+        "copied unchanged: nothing to copy (no numbers, names, URLs or code in the sources)"
+    ]
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
 def test_a_read_only_output_directory_is_refused_before_the_work(
     model: Path, tmp_path: Path
@@ -212,6 +223,19 @@ def test_train_out_pointing_at_a_file_is_one_line(corpus: Path, tmp_path: Path) 
     res = _run(["train", "--data", str(corpus), "--out", str(a_file), *TRAIN, "--max-steps", "1"])
     _one_line_error(res, "is a file")
     assert a_file.read_text() == "mine"
+
+
+def test_a_train_that_cannot_start_leaves_no_new_directory(tmp_path: Path) -> None:
+    fresh = tmp_path / "new" / "run"
+    res = _run(["train", "--data", str(tmp_path / "nope.tsv"), "--out", str(fresh), *TRAIN])
+    _one_line_error(res, "nope.tsv does not exist")
+    assert not (tmp_path / "new").exists()  # made by this call: removed again
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    res = _run(["train", "--data", str(tmp_path / "nope.tsv"), "--out", str(mine), *TRAIN])
+    _one_line_error(res, "nope.tsv does not exist")
+    assert (mine / "notes.txt").read_text() == "keep"  # the user's own directory is kept
 
 
 def test_device_cuda_without_a_gpu_is_one_line(corpus: Path, tmp_path: Path) -> None:

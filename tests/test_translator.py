@@ -342,3 +342,29 @@ def test_number_coverage_counts_the_digits_of_each_source_and_each_piece() -> No
     )
     wide._number_coverage(batch).check(3, tok.vocab_size + 3)
     assert not wide._digits_tgt[tok.vocab_size :].any()
+
+
+def test_a_word_too_long_for_the_model_is_copied_unchanged() -> None:
+    from attenzione.translator import ScoredTranslation
+
+    torch.manual_seed(0)
+    tok = SentencePieceTokenizer.train(
+        [s + " 1990 2017" for s in SENTENCES] * 3, vocab_size=30, split_digits=True
+    )
+    model = Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64))
+    tr = Translator(model, tok, tok, info={"max_src_tokens": 12})
+    word = "x" + "0123456789" * 3  # a hash, say: digits are one token each
+    assert len(tr.encode_source(word)) > tr.max_src_tokens
+    line = f"the cat {word} the dog"
+    assert tr._pieces(line) == ["the cat", word, "the dog"]
+    out = tr.translate([line, word], beam=2)
+    assert word in out[0].split() and out[1] == word
+    # the service's path: the copied word has no tokens and no score of its own
+    scored = tr.translate_scored([word, line], beam=2, n_best=2)
+    assert scored[0] == [ScoredTranslation(word, 0.0, 0.0, (), 0)]
+    assert [c.text for c in scored[1]] == [out[0]] and scored[1][0].pieces == 2
+    assert scored[1][0].confidence == pytest.approx(
+        scored[1][0].log_prob / (len(scored[1][0].ids) + 2)
+    )
+    with pytest.raises(ValueError, match="n-best list needs a shorter sentence"):
+        tr.translate_n_best(line)

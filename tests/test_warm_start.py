@@ -81,7 +81,7 @@ def test_the_run_records_what_it_started_from(corpus: Path, teacher: Path, tmp_p
     train(_cfg(corpus, out, vocab_size=52, init_from=str(teacher), max_steps=20), **QUIET)
     teacher_info = json.loads((teacher / "info.json").read_text())
     init = json.loads((out / "init.json").read_text())
-    assert init["model"] == str(teacher.resolve()) and init["step"] == teacher_info["step"] == 300
+    assert init["model"] == str(teacher) and init["step"] == teacher_info["step"] == 300
     assert init["train_hours"] == teacher_info["train_hours"]
     info = json.loads((out / "last" / "info.json").read_text())
     assert info["initialised_from"] == init

@@ -17,6 +17,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -88,6 +89,19 @@ ATTRIBUTIONS = {
 }
 
 
+def _portable(init: dict[str, Any]) -> dict[str, Any]:
+    """The chain of models a run started from, with paths inside this checkout made relative
+    (the shipped info.json should not name the directory it was built in)."""
+    here = Path.cwd().resolve()
+    out = dict(init)
+    path = Path(str(out.get("model", "")))
+    if path.is_absolute() and path.is_relative_to(here):
+        out["model"] = str(path.relative_to(here))
+    if isinstance(out.get("initialised_from"), dict):
+        out["initialised_from"] = _portable(out["initialised_from"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
@@ -122,7 +136,7 @@ def main() -> None:
     # the run began, is the record (a trainer may have written only the path in info.json)
     init_file = args.run / "init.json"
     if init_file.is_file():
-        init = json.loads(init_file.read_text(encoding="utf-8"))
+        init = _portable(json.loads(init_file.read_text(encoding="utf-8")))
         tr.info["initialised_from"] = init
         tr.info["train_hours_with_init"] = round(
             tr.info["train_hours"] + (init.get("train_hours") or 0.0), 3

@@ -12,7 +12,9 @@ Input policy:
 * a longer line is split into sentences by :func:`attenzione.data.sentences.split_sentences`
   (a real segmenter: "Dr. Ur" and "U.S." do not end a sentence; the service uses the same
   one), each translated on its own and joined with a space; a single sentence that is still
-  too long is cut at word boundaries into pieces that fit. Nothing is silently dropped.
+  too long is cut at word boundaries into pieces that fit, and a single word that alone is
+  longer than the model reads (a long URL, a hash) is copied unchanged. Nothing is silently
+  dropped.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ class ScoredTranslation:
     confidence: float
     log_prob: float
     ids: tuple[int, ...]
-    pieces: int = 1  # > 1: the sentence was too long and was translated in this many pieces
+    # how many pieces the model translated: > 1 when the sentence was too long and was split,
+    # 0 when it was one word too long to read, copied unchanged
+    pieces: int = 1
 
 
 def _digit_table(tok: Tokenizer, vocab_size: int) -> torch.Tensor:
@@ -288,24 +292,42 @@ class Translator:
         while block := list(itertools.islice(it, chunk)):
             yield from self._translate_lines(block, cfg, batch_size, fix_numbers)
 
+    def _decode_parts(
+        self, texts: Sequence[str], cfg: DecodeConfig, batch_size: int
+    ) -> list[list[tuple[str, list[Hypothesis] | None]]]:
+        """Each text's parts (the input policy) with their hypotheses, in order; a part of
+        ``None`` hypotheses is one word too long for the model to read: it is copied as is."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        parts: list[tuple[int, str, list[int] | None]] = []  # (text index, part, source ids)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"input {i} is {type(text).__name__}, not a string")
+            for part in self._pieces(text.strip()) if text.strip() else []:
+                src = self.encode_source(part)
+                parts.append((i, part, src if len(src) <= self.max_src_tokens else None))
+        todo = [src for _, _, src in parts if src is not None]
+        hyps = iter(self.translate_ids(todo, cfg, batch_size=batch_size))
+        grouped: list[list[tuple[str, list[Hypothesis] | None]]] = [[] for _ in texts]
+        for i, part, readable in parts:
+            grouped[i].append((part, None if readable is None else next(hyps)))
+        return grouped
+
     def _translate_lines(
         self, texts: list[str], cfg: DecodeConfig, batch_size: int, fix_numbers: bool
     ) -> list[str]:
         """The input policy (empty lines, long lines split) around :meth:`translate_ids`."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        pieces: list[tuple[int, str, list[int]]] = []  # (line index, source text, source ids)
-        for line_no, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError(f"input {line_no} is {type(text).__name__}, not a string")
-            for part in self._pieces(text.strip()) if text.strip() else []:
-                pieces.append((line_no, part, self.encode_source(part)))
-        hyps = self.translate_ids([ids for _, _, ids in pieces], cfg, batch_size=batch_size)
-        out: list[list[str]] = [[] for _ in texts]
-        for (line_no, part, _), h in zip(pieces, hyps, strict=True):
-            text = self.tgt_tokenizer.decode(h[0].tokens) if h else ""
-            out[line_no].append(repair_numbers(part, text) if fix_numbers else text)
-        return [" ".join(parts) for parts in out]
+        out: list[str] = []
+        for parts in self._decode_parts(texts, cfg, batch_size):
+            done = []
+            for part, h in parts:
+                if h is None:  # one word longer than the model reads: kept unchanged
+                    done.append(part)
+                    continue
+                text = self.tgt_tokenizer.decode(h[0].tokens) if h else ""
+                done.append(repair_numbers(part, text) if fix_numbers else text)
+            out.append(" ".join(done))
+        return out
 
     def translate_n_best(
         self,
@@ -315,17 +337,28 @@ class Translator:
         n_best: int = 4,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
         scores (length-normalised log-prob, less the number coverage's charge; with beam 1
-        and one hypothesis it is greedy decoding, and the score its total log-prob)."""
+        and one hypothesis it is greedy decoding, and the score its total log-prob). The
+        sentence must fit what the model reads at once (a split line has no n-best list)."""
         cfg = decode_config(
             beam, False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best=n_best
         )
         if not text.strip():
             return [("", 0.0)]
-        hyps = self.translate_ids([self.encode_source(text.strip())], cfg)[0]
-        return [(repair_numbers(text, self.tgt_tokenizer.decode(h.tokens)), h.score) for h in hyps]
+        ids = self.encode_source(text.strip())
+        if len(ids) > self.max_src_tokens:
+            raise ValueError(
+                f"the sentence has {len(ids)} source tokens (with <eos>) and this model reads "
+                f"at most {self.max_src_tokens} at once: an n-best list needs a shorter sentence"
+            )
+        out = []
+        for h in self.translate_ids([ids], cfg)[0]:
+            hyp = self.tgt_tokenizer.decode(h.tokens)
+            out.append((repair_numbers(text, hyp) if fix_numbers else hyp, h.score))
+        return out
 
     def translate_scored(
         self,
@@ -350,34 +383,30 @@ class Translator:
         cfg = decode_config(
             max(beam, n_best), False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best
         )
-        pieces: list[tuple[int, str, list[int]]] = []  # (sentence index, text, source ids)
-        for i, text in enumerate(sentences):
-            for part in self._pieces(text.strip()) if text.strip() else []:
-                pieces.append((i, part, self.encode_source(part)))
-        hyps = self.translate_ids([ids for _, _, ids in pieces], cfg, batch_size=batch_size)
-        grouped: list[list[tuple[str, list[Hypothesis]]]] = [[] for _ in sentences]
-        for (i, part, _), h in zip(pieces, hyps, strict=True):
-            grouped[i].append((part, h))
         out: list[list[ScoredTranslation]] = []
-        for parts in grouped:
+        for parts in self._decode_parts(sentences, cfg, batch_size):
             if not parts:
                 out.append([ScoredTranslation("", 0.0, 0.0, ())])
                 continue
             if len(parts) > 1:  # several pieces: one candidate, the best of each joined
-                parts = [(part, h[:1]) for part, h in parts]
+                parts = [(part, None if h is None else h[:1]) for part, h in parts]
+            ranks = max((len(h) for _, h in parts if h is not None), default=1)
             cands = []
-            for rank in range(len(parts[0][1])):
-                texts, log_prob, n_tokens, ids = [], 0.0, 0, []
+            for rank in range(ranks):
+                texts, log_prob, n_tokens, ids, n_pieces = [], 0.0, 0, [], 0
                 for part, h in parts:
+                    if h is None:  # copied unchanged: no tokens, no score
+                        texts.append(part)
+                        continue
                     text = self.tgt_tokenizer.decode(h[rank].tokens)
                     texts.append(repair_numbers(part, text) if fix_numbers else text)
                     log_prob += h[rank].log_prob
                     n_tokens += len(h[rank].tokens) + 1  # + <eos>
                     ids.extend(h[rank].tokens)
+                    n_pieces += 1
+                confidence = log_prob / n_tokens if n_tokens else 0.0
                 cands.append(
-                    ScoredTranslation(
-                        " ".join(texts), log_prob / n_tokens, log_prob, tuple(ids), len(parts)
-                    )
+                    ScoredTranslation(" ".join(texts), confidence, log_prob, tuple(ids), n_pieces)
                 )
             out.append(cands)
         return out

@@ -28,13 +28,14 @@ def attention(
         None,
         "--layer",
         "-l",
-        help="Layer of the large heatmaps and of --explain (0-based).",
+        help="Layer of the large heatmaps and of --explain (0-based; default: the last).",
         callback=at_least(0),
     ),
     head: int | None = typer.Option(
         None,
         "--head",
-        help="Head of the large heatmaps and of --explain (default: average).",
+        help="Head of the large heatmaps (default: the mean of the heads) and of --explain "
+        "(default: head 0; it explains one head's computation).",
         callback=at_least(0),
     ),
     explain: bool = typer.Option(

@@ -60,8 +60,9 @@ def analogy(
     """Words closest to A − B + C (king − man + woman ≈ queen)."""
     with user_errors():
         try:
+            rows = _load(glove).analogy(a, b, c, k)
             typer.echo(f"{a} - {b} + {c} ≈")
-            _table(_load(glove).analogy(a, b, c, k))
+            _table(rows)
         except _lookup_errors() as exc:
             fail(str(exc))
 

@@ -95,9 +95,10 @@ def evaluate(
             )
         else:
             typer.echo(str(scores))
+            kept = ", ".join(f"{k} {f}" for k, f in fidelity.items() if f.total)
             typer.echo(
                 "copied unchanged: "
-                + ", ".join(f"{k} {f}" for k, f in fidelity.items() if f.total)
+                + (kept or "nothing to copy (no numbers, names, URLs or code in the sources)")
                 + ("" if fix_numbers else " (raw output: --no-fix-numbers)")
             )
             typer.echo(f"{len(sources)} sentences translated in {seconds:.1f} s ({precision})")

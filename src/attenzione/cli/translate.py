@@ -65,7 +65,10 @@ def translate(
     ),
     number_coverage: float = number_coverage_option(),
     n_best: int = typer.Option(
-        1, help="Print the n best beam hypotheses with scores (one sentence).", callback=at_least(1)
+        1,
+        help="Print the n best beam hypotheses with their scores (one sentence; the beam is "
+        "widened to n if it is smaller).",
+        callback=at_least(1),
     ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
     fix_numbers: bool = typer.Option(
@@ -79,7 +82,8 @@ def translate(
         if not sample:
             ignored = [flag for name, flag in SAMPLING_OPTIONS.items() if given(ctx, name)]
             if ignored:
-                fail(f"{', '.join(ignored)} only apply with --sample")
+                verb = "applies" if len(ignored) == 1 else "apply"
+                fail(f"{', '.join(ignored)} only {verb} with --sample")
         lines = _read_input(text, input)
         if output is not None:
             check_writable(output, "--output")
@@ -95,6 +99,7 @@ def translate(
                 n_best=n_best,
                 length_penalty=length_penalty,
                 number_coverage=number_coverage,
+                fix_numbers=fix_numbers,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return

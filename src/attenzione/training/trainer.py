@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -154,8 +155,18 @@ class Trainer:
         """Rank 0 writes the splits and tokenizers (first run); the others then read them."""
         data = None
         if self.rank == 0:
+            created = None  # the first directory this call makes, if it makes any
+            for folder in [self.run_dir, *self.run_dir.parents]:
+                if folder.exists():
+                    break
+                created = folder
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            data = prepare(self.cfg, self.preset, self.run_dir, write=True)
+            try:
+                data = prepare(self.cfg, self.preset, self.run_dir, write=True)
+            except BaseException:
+                if created is not None:  # a run that never started leaves no directory behind
+                    shutil.rmtree(created, ignore_errors=True)
+                raise
         if self.world > 1:
             dist.barrier()
         if data is None:

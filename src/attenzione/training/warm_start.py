@@ -168,7 +168,7 @@ def warm_start(
         parts.append(f"output layer: {gen}")
     info = model_dir.read_info(found)
     return {
-        "model": str(found.resolve()),
+        "model": str(found),  # as given (relative stays relative): the record travels
         "preset": info.get("preset"),
         "step": info.get("step"),
         # a model that was itself warm-started counts the hours of what it started from

@@ -59,12 +59,16 @@ class ScriptedModel:
     ) -> StubCache:
         return StubCache([[] for _ in range(memory.shape[0])])
 
+    def next_dist(self, prefix: list[int]) -> dict[int, float]:
+        """p(next token | prefix): the table's row (unlisted prefixes end)."""
+        return self.TABLE.get(tuple(prefix), {EOS: 1.0})
+
     def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
         rows = []
         for r, tok in enumerate(tgt_ids[:, -1].tolist()):
             if tok != BOS:
                 cache.prefixes[r].append(tok)
-            dist = self.TABLE.get(tuple(cache.prefixes[r]), {EOS: 1.0})
+            dist = self.next_dist(cache.prefixes[r])
             logp = torch.full((V,), -1e9)
             for t, p in dist.items():
                 logp[t] = math.log(p)
@@ -409,17 +413,8 @@ def test_coverage_of_several_sentences_survives_one_stopping_early() -> None:
 class _Babbling(ScriptedModel):
     """After A the model ends (0.7) or writes B again and again (0.3); C never comes."""
 
-    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
-        rows = []
-        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
-            if tok != BOS:
-                cache.prefixes[r].append(tok)
-            dist = {A: 1.0} if not cache.prefixes[r] else {EOS: 0.7, B: 0.3}
-            logp = torch.full((V,), -1e9)
-            for t, p in dist.items():
-                logp[t] = math.log(p)
-            rows.append(logp)
-        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+    def next_dist(self, prefix: list[int]) -> dict[int, float]:
+        return {A: 1.0} if not prefix else {EOS: 0.7, B: 0.3}
 
 
 @pytest.mark.parametrize("beam", [1, 2, 4])
@@ -445,18 +440,8 @@ def test_a_malformed_coverage_is_refused() -> None:
 class _NeverEnding(ScriptedModel):
     """After A: end (0.7) or start writing B, and once B is written, never end."""
 
-    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
-        rows = []
-        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
-            if tok != BOS:
-                cache.prefixes[r].append(tok)
-            prefix = cache.prefixes[r]
-            dist = {A: 1.0} if not prefix else {B: 1.0} if B in prefix else {EOS: 0.7, B: 0.3}
-            logp = torch.full((V,), -1e9)
-            for t, p in dist.items():
-                logp[t] = math.log(p)
-            rows.append(logp)
-        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+    def next_dist(self, prefix: list[int]) -> dict[int, float]:
+        return {A: 1.0} if not prefix else {B: 1.0} if B in prefix else {EOS: 0.7, B: 0.3}
 
 
 def test_a_hypothesis_cut_at_the_cap_never_beats_one_that_ended() -> None:

@@ -186,6 +186,17 @@ class Translator:
                 parts.append(" ".join(chunk))
         return parts
 
+    def _read_at_once(self, text: str, advice: str) -> list[int]:
+        """The source ids of ``text``, which must fit what the model reads in one pass (for
+        what has no split form: an n-best list, one attention map)."""
+        ids = self.encode_source(text.strip())
+        if len(ids) > self.max_src_tokens:
+            raise ValueError(
+                f"the sentence has {len(ids)} source tokens (with <eos>) and this model reads "
+                f"at most {self.max_src_tokens} at once: {advice}"
+            )
+        return ids
+
     def _batches(self, ids: list[list[int]], batch_size: int) -> list[list[int]]:
         """Indices grouped by similar length, so a batch carries little padding."""
         if batch_size < 1:
@@ -348,12 +359,7 @@ class Translator:
         )
         if not text.strip():
             return [("", 0.0)]
-        ids = self.encode_source(text.strip())
-        if len(ids) > self.max_src_tokens:
-            raise ValueError(
-                f"the sentence has {len(ids)} source tokens (with <eos>) and this model reads "
-                f"at most {self.max_src_tokens} at once: an n-best list needs a shorter sentence"
-            )
+        ids = self._read_at_once(text, "an n-best list needs a shorter sentence")
         out = []
         for h in self.translate_ids([ids], cfg)[0]:
             hyp = self.tgt_tokenizer.decode(h.tokens)
@@ -432,14 +438,9 @@ class Translator:
 
         if not src.strip():
             raise ValueError("the sentence to show attention for is empty")
-        src_ids = self.encode_source(src.strip())
-        if len(src_ids) > self.max_src_tokens:
-            # translate() would split this line into sentences; one map cannot show that, and
-            # cutting it would show an input (without <eos>) the model never sees.
-            raise ValueError(
-                f"the sentence has {len(src_ids)} source tokens (with <eos>) and this model "
-                f"reads at most {self.max_src_tokens} at once: show a shorter sentence"
-            )
+        # translate() would split a longer line; one map cannot show that, and cutting it
+        # would show an input (without <eos>) the model never sees
+        src_ids = self._read_at_once(src, "show a shorter sentence")
         teacher_forced = tgt is not None
         if tgt_ids is not None:
             tgt_ids = list(tgt_ids)

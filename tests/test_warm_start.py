@@ -8,16 +8,23 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 from typer.testing import CliRunner
 
 from attenzione import model_dir
 from attenzione.cli import app
-from attenzione.config import TrainConfig
+from attenzione.config import ModelConfig, TrainConfig
 from attenzione.data import SentencePieceTokenizer
 from attenzione.data.tokenizers import WORD_START, is_byte_piece
+from attenzione.model import Transformer
 from attenzione.training.dev_eval import dev_loss
 from attenzione.training.trainer import Trainer, train
-from attenzione.training.warm_start import transfer_embeddings
+from attenzione.training.warm_start import (
+    check_init_dir,
+    copy_body,
+    layer_plan,
+    transfer_embeddings,
+)
 from attenzione.translator import Translator
 from toy_corpus import toy_train_config, write_toy_corpus
 
@@ -197,3 +204,76 @@ def test_fine_tuning_can_keep_the_model_vocabulary(
     with pytest.raises(FileNotFoundError, match="tokenizer"):
         Trainer(bad, **QUIET)
     assert not (tmp_path / "x" / "data").exists()
+
+
+def test_new_layers_are_spread_among_the_old_ones() -> None:
+    assert layer_plan(3, 3) == [0, 1, 2]
+    assert layer_plan(3, 6) == [0, None, 1, None, 2, None]
+    assert layer_plan(3, 4) == [0, 1, 2, None]
+    assert layer_plan(3, 5) == [0, 1, None, 2, None]
+    assert layer_plan(1, 3) == [0, None, None]
+    assert layer_plan(2, 7) == [0, None, None, 1, None, None, None]
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_a_grown_model_computes_exactly_what_the_old_one_did(norm: str) -> None:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=2, d_head=16, d_ff=64,
+        n_enc_layers=2, n_dec_layers=2, norm=norm, max_len=64,
+    )  # fmt: skip
+    old = Transformer(cfg)
+    with torch.no_grad():  # norms that are not (1, 0), so where the last one sits matters
+        for module in old.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.5, 0.5)
+    new = Transformer(dataclasses.replace(cfg, n_enc_layers=5, n_dec_layers=3))
+    said = copy_body(new, old)
+    assert "encoder grown from 2 to 5 layers" in said and "decoder grown from 2 to 3" in said
+    with torch.no_grad():  # the tables are the vocabulary's business (tested above)
+        new.src_embed.weight.copy_(old.src_embed.weight)
+        new.tgt_embed.weight.copy_(old.tgt_embed.weight)
+        new.generator.weight.copy_(old.generator.weight)
+    old.eval(), new.eval()
+    src = torch.randint(4, 30, (3, 9))
+    src[0, 6:] = cfg.pad_id
+    tgt = torch.randint(4, 30, (3, 7))
+    with torch.no_grad():
+        expected, got = old(src, tgt).logits, new(src, tgt).logits
+    torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+    # the new layers are real layers: training moves them away from the identity
+    new.train()
+    loss = new(src, tgt).logits.logsumexp(-1).mean()
+    loss.backward()
+    grad = new.encoder_layers[1].ffn.linear2.weight.grad
+    assert grad is not None and grad.abs().sum() > 0
+
+
+def test_train_can_grow_the_model_it_starts_from(
+    corpus: Path, teacher: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "grown"
+    args = ["train", "--data", str(corpus), "--out", str(out), "--preset", "tiny"]
+    args += ["--vocab-size", "40", "--dev-size", "8", "--test-size", "8", "--seed", "3"]
+    args += ["--max-tokens", "400", "--threads", "1", "--no-progress"]
+    grown = args + ["--init-from", str(teacher), "--enc-layers", "3", "--dec-layers", "2"]
+    # before any step the grown model scores the dev set as the teacher does
+    start = Trainer(_cfg(corpus, tmp_path / "g0", init_from=str(teacher), enc_layers=3), **QUIET)
+    same = Trainer(_cfg(corpus, tmp_path / "s0", init_from=str(teacher)), **QUIET)
+    assert len(start.model.encoder_layers) == 3
+    assert _loss(start) == pytest.approx(_loss(same), abs=1e-4)
+    res = CliRunner().invoke(app, [*grown, "--max-steps", "5"])
+    assert res.exit_code == 0, res.output
+    init = json.loads((out / "init.json").read_text())
+    assert "encoder grown from 1 to 3 layers" in init["carried_over"]
+    assert "decoder grown from 1 to 2 layers" in init["carried_over"]
+    # --resume rebuilds the grown shape without being told it again
+    res = CliRunner().invoke(app, [*args, "--resume", "--max-steps", "8"])
+    assert res.exit_code == 0, res.output
+    config = model_dir.read_config(out / "last")
+    assert (config.n_enc_layers, config.n_dec_layers) == (3, 2)
+    assert json.loads((out / "last" / "info.json").read_text())["step"] == 8
+    # layers can be added, not dropped
+    with pytest.raises(ValueError, match="can add layers, not drop them: give --enc-layers 3"):
+        check_init_dir(out / "last", {**config.__dict__, "n_enc_layers": 2})

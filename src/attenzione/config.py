@@ -268,6 +268,10 @@ class TrainConfig(_JsonMixin):
     init_from: str | None = None
     # a model directory whose tokenizers the run uses instead of training its own
     tokenizers_from: str | None = None
+    # the number of encoder / decoder layers, None: the preset's (with ``init_from`` a
+    # shallower model grows: training.warm_start adds the layers as exact identities)
+    enc_layers: int | None = None
+    dec_layers: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
@@ -298,6 +302,9 @@ class TrainConfig(_JsonMixin):
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.patience >= 0, f"patience must be >= 0 (0 = off), got {self.patience}")
         _check(self.vocab_size >= 16, f"vocab_size must be >= 16, got {self.vocab_size}")
+        for name in ("enc_layers", "dec_layers"):
+            value = getattr(self, name)
+            _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")
         _check(
             self.num_threads is None or self.num_threads >= 1,
             f"num_threads must be >= 1 (or None for torch's choice), got {self.num_threads}",

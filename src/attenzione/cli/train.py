@@ -80,8 +80,9 @@ def train(
     ),
     init_from: Path | None = typer.Option(
         None,
-        help="Start from this trained model directory's weights (same shape as the preset; "
-        "a different vocabulary is carried over piece by piece). Ignored with --resume.",
+        help="Start from this trained model directory's weights (same shape as the preset, "
+        "or fewer layers; a different vocabulary is carried over piece by piece). Ignored "
+        "with --resume.",
     ),
     tokenizers_from: Path | None = typer.Option(
         None,
@@ -92,6 +93,17 @@ def train(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
     preset: str = typer.Option("small", help="Model preset: tiny, glove50, small, broad or base."),
+    enc_layers: int | None = typer.Option(
+        None,
+        help="Encoder layers (default: the preset's). With --init-from a model that has "
+        "fewer, the new layers start as exact identities: the run starts from its translations.",
+        callback=at_least(1),
+    ),
+    dec_layers: int | None = typer.Option(
+        None,
+        help="Decoder layers (default: the preset's; grows as --enc-layers does).",
+        callback=at_least(1),
+    ),
     epochs: int | None = typer.Option(
         None, help="Stop after this many epochs in total.", callback=at_least(1)
     ),

@@ -46,13 +46,23 @@ def dist_info() -> tuple[int, int]:
     return 0, 1
 
 
+def model_shape(cfg: TrainConfig, preset: Preset) -> dict[str, Any]:
+    """The preset's ModelConfig fields with the run's own layer counts, when it sets them."""
+    shape = dict(preset.model)
+    if cfg.enc_layers is not None:
+        shape["n_enc_layers"] = cfg.enc_layers
+    if cfg.dec_layers is not None:
+        shape["n_dec_layers"] = cfg.dec_layers
+    return shape
+
+
 def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:
     """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``.
 
     The special-token ids come from the tokenizers, so the model and its tokenizers always
     agree on what ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` are.
     """
-    kwargs = dict(preset.model)
+    kwargs = model_shape(cfg, preset)
     glove = None
     if preset.tokenizer == "glove-word":
         from attenzione.data import embedding_matrix, load_glove

@@ -45,7 +45,13 @@ from attenzione.training.dev_eval import dev_loss, dev_scores
 from attenzione.training.presets import get_preset
 from attenzione.training.run_state import MetricsLog, Progress, restore_rng, training_state
 from attenzione.training.schedule import inverse_sqrt_lr
-from attenzione.training.setup import build_model, dist_info, graceful_signals, resumed_config
+from attenzione.training.setup import (
+    build_model,
+    dist_info,
+    graceful_signals,
+    model_shape,
+    resumed_config,
+)
 from attenzione.training.step import (
     MetricsWindow,
     process_group_backend,
@@ -90,7 +96,7 @@ class Trainer:
         self.preset = get_preset(cfg.preset)
         warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
         if warm:  # a wrong path or shape fails now, not after the data work
-            shape = dict(self.preset.model)
+            shape = model_shape(cfg, self.preset)
             if self.preset.tokenizer == "glove-word":
                 shape.pop("d_model")  # the GloVe file's width: checked once the model is built
             check_init_dir(str(cfg.init_from), shape)

@@ -16,6 +16,24 @@ copied from ``DIR``, and the embedding tables are carried over to the new vocabu
 * a byte piece (``<0xE2>``) the old vocabulary lacks keeps the new model's random vector.
 
 With tied embeddings the output layer is the same table, so the softmax is carried over too.
+
+The new run may also be *deeper* (``--enc-layers`` / ``--dec-layers`` above the old model's):
+the old layers are kept, in order, and new ones are put between them, each after the old
+layer it follows (3 → 6 is old, new, old, new, old, new). A new layer starts as an exact
+identity, so the grown model translates exactly as the old one did and training only adds:
+
+* every sub-layer's output projection (attention ``out_proj``, the FFN's ``linear2``) starts
+  at zero, so each sub-layer adds nothing to the residual stream: with pre-norm,
+  ``x + 0 = x`` and the layer is the identity;
+* with post-norm (``LN(x + 0)``) the old layer's last LayerNorm moves to the last new layer
+  after it, and the old layer ends with a plain normalisation (gain 1, bias 0) instead: what
+  it hands on is already normalised, a new layer's ``LN(z)`` gives ``z`` back, and the moved
+  norm applies the old gain and bias at the end — the same output, up to LayerNorm's ``eps``.
+
+The rest of a new layer (its Q/K/V and first FFN weights) keeps the new model's random
+initialisation: gradients reach the zeroed projections first, and through them the rest.
+Fewer layers than the old model has is refused (which to drop is not the warm start's to
+guess).
 The optimizer, the learning-rate schedule and the step count start afresh (give the run a
 short warm-up). The shapes of the body must agree; a mismatch is a one-line error naming the
 setting, given before any data is prepared. What the run started from (the model, its
@@ -30,11 +48,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from attenzione import model_dir
+from attenzione.attention import MultiHeadAttention
 from attenzione.config import ModelConfig
 from attenzione.data.tokenizers import SPECIALS, WORD_START, Tokenizer, is_byte_piece
+from attenzione.layers import DecoderLayer, EncoderLayer, FeedForward
 from attenzione.model import Transformer
 
 # ModelConfig fields that must agree for the body's weights to mean the same thing
@@ -127,17 +147,115 @@ def _find(init_dir: str | Path) -> Path:
     return found
 
 
+# BODY_FIELDS a warm start may increase (layers are added as identities)
+GROWABLE = {"n_enc_layers": "--enc-layers", "n_dec_layers": "--dec-layers"}
+
+
 def _check_shape(init_dir: str | Path, old: ModelConfig, new: dict[str, Any]) -> None:
     differ = [
         f"{name} {getattr(old, name)!r} (this run: {new[name]!r})"
         for name in BODY_FIELDS
-        if getattr(old, name) != new[name]
+        if getattr(old, name) != new[name] and name not in GROWABLE
     ]
     if differ:
         raise ValueError(
             f"--init-from {init_dir}: its model has another shape: {', '.join(differ)}; "
             "choose the preset it was trained with"
         )
+    for name, option in GROWABLE.items():
+        if new[name] < getattr(old, name):
+            raise ValueError(
+                f"--init-from {init_dir}: its model has {name} {getattr(old, name)} (this run: "
+                f"{new[name]}); a warm start can add layers, not drop them: give {option} "
+                f"{getattr(old, name)} or more"
+            )
+
+
+def layer_plan(old_n: int, new_n: int) -> list[int | None]:
+    """Which old layer each of ``new_n`` layers copies (None: a new layer). Each new layer
+    comes after the old layer it follows; when they do not share out evenly the top of the
+    stack takes the rest: 3 → 6 is ``[0, None, 1, None, 2, None]``, 3 → 4 ``[0, 1, 2, None]``.
+    """
+    extra = new_n - old_n
+    plan: list[int | None] = []
+    for i in range(old_n):
+        plan.append(i)
+        plan.extend([None] * (extra // old_n + (1 if i >= old_n - extra % old_n else 0)))
+    return plan
+
+
+def _source_name(name: str, plans: dict[str, list[int | None]]) -> str | None:
+    """The old model's name for the new model's parameter ``name`` (None: a new layer's)."""
+    stack, _, rest = name.partition(".")
+    if stack not in plans:
+        return name
+    index, _, rest = rest.partition(".")
+    old_index = plans[stack][int(index)]
+    return None if old_index is None else f"{stack}.{old_index}.{rest}"
+
+
+@torch.no_grad()
+def _start_as_identities(layers: nn.ModuleList, plan: list[int | None], post_norm: bool) -> None:
+    """Make the new layers of one stack (``None`` in ``plan``) exact identities (see the
+    module docstring); the old layers' weights are already copied."""
+    for layer, old_index in zip(layers, plan, strict=True):
+        if old_index is not None:
+            continue
+        for module in layer.modules():
+            if isinstance(module, MultiHeadAttention):
+                nn.init.zeros_(module.out_proj.weight)
+                if module.out_proj.bias is not None:
+                    nn.init.zeros_(module.out_proj.bias)
+            elif isinstance(module, FeedForward):
+                nn.init.zeros_(module.linear2.weight)
+                nn.init.zeros_(module.linear2.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+    if not post_norm:
+        return
+    for j, old_index in enumerate(plan):
+        last_new = j
+        while last_new + 1 < len(plan) and plan[last_new + 1] is None:
+            last_new += 1
+        if old_index is None or last_new == j:
+            continue
+        # the old layer's last norm moves to the end of the new layers that follow it
+        old_norm, new_norm = _final_norm(layers[j]), _final_norm(layers[last_new])
+        new_norm.load_state_dict(old_norm.state_dict())
+        nn.init.ones_(old_norm.weight)
+        nn.init.zeros_(old_norm.bias)
+
+
+def _final_norm(layer: nn.Module) -> nn.LayerNorm:
+    """The LayerNorm a post-norm layer ends with (after its feed-forward sub-layer)."""
+    assert isinstance(layer, EncoderLayer | DecoderLayer)
+    return layer.res_ffn.norm
+
+
+@torch.no_grad()
+def copy_body(model: Transformer, old: Transformer) -> str:
+    """Copy ``old``'s body (every weight but the embedding tables and the output layer) into
+    ``model``, growing its stacks when ``model`` has more layers; says what it did."""
+    old_state = old.state_dict()
+    tables = {"src_embed.embedding.weight", "tgt_embed.embedding.weight", "generator.weight"}
+    stacks = {
+        "encoder_layers": (old.config.n_enc_layers, model.config.n_enc_layers, "encoder"),
+        "decoder_layers": (old.config.n_dec_layers, model.config.n_dec_layers, "decoder"),
+    }
+    plans = {stack: layer_plan(old_n, new_n) for stack, (old_n, new_n, _) in stacks.items()}
+    for name, tensor in model.state_dict().items():
+        source = _source_name(name, plans)
+        if name not in tables and source is not None and source in old_state:
+            tensor.copy_(old_state[source].to(tensor.dtype))
+    said = "body copied"
+    for stack, (old_n, new_n, what) in stacks.items():
+        if new_n > old_n:
+            _start_as_identities(getattr(model, stack), plans[stack], model.config.norm == "post")
+            said += (
+                f"; {what} grown from {old_n} to {new_n} layers (the new ones start as identities)"
+            )
+    return said
 
 
 def warm_start(
@@ -150,13 +268,7 @@ def warm_start(
     _check_shape(init_dir, old_cfg, {name: getattr(model.config, name) for name in BODY_FIELDS})
     old = model_dir.load_model(found)
     old_src, old_tgt = model_dir.load_tokenizers(found, old_cfg)
-    old_state = old.state_dict()
-    tables = {"src_embed.embedding.weight", "tgt_embed.embedding.weight", "generator.weight"}
-    own = model.state_dict()
-    with torch.no_grad():
-        for name, tensor in own.items():
-            if name not in tables and name in old_state:
-                tensor.copy_(old_state[name].to(tensor.dtype))
+    body = copy_body(model, old)
     parts = []
     src = transfer_embeddings(model.src_embed.weight, src_tok, old.src_embed.weight, old_src)
     parts.append(f"source vocabulary {src_tok.vocab_size}: {src}")
@@ -174,7 +286,7 @@ def warm_start(
         # a model that was itself warm-started counts the hours of what it started from
         "train_hours": info.get("train_hours_with_init", info.get("train_hours")),
         "corpora": info.get("corpora", [info["data"]] if "data" in info else []),
-        "carried_over": f"body copied; {'; '.join(parts)}",
+        "carried_over": f"{body}; {'; '.join(parts)}",
         # and what that model started from, so the whole chain stays on record
         **({"initialised_from": info["initialised_from"]} if "initialised_from" in info else {}),
     }

@@ -106,6 +106,7 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     assert 0.0 <= scores["bleu"] <= 100.0 + 1e-9 and scores["chrf"] > 20.0
     assert "BLEU" not in scores["bleu_signature"] or "nrefs:1" in scores["bleu_signature"]
     assert (tmp_path / "test.tsv.hyp.txt").read_text().count("\n") == scores["n_sentences"]
+    assert scores["beam"] == 4 and scores["number_coverage"] == 0.5
     # several references per source: a repeated source is translated once
     lines = test_tsv.read_text(encoding="utf-8").splitlines()
     src0 = lines[0].split("\t")[0]
@@ -118,9 +119,17 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     assert res.exit_code == 0, res.output
     multi = json.loads(res.output[res.output.index("{") :])
     assert multi["pairs"] == len(lines) + 1
-    assert multi["sentences"] == len({line.split("\t")[0] for line in lines})
+    assert multi["n_sentences"] == len({line.split("\t")[0] for line in lines})
+    assert "sentences" not in multi  # said once, as n_sentences
     assert "nrefs:var" in multi["bleu_signature"]
     assert multi["bleu"] >= scores["bleu"] - 1e-9
+    res = runner.invoke(
+        app,
+        ["evaluate", "--model", str(trained_run / "best"), "--data", str(test_tsv), "--json"]
+        + ["--beam", "1"],
+    )
+    greedy = json.loads(res.output[res.output.index("{") :])
+    assert greedy["beam"] == 1 and greedy["number_coverage"] is None  # no search to rank
 
 
 def test_resume_equals_uninterrupted(corpus: Path, tmp_path: Path) -> None:

@@ -78,13 +78,13 @@ def evaluate(
                         **scores.to_dict(),
                         "beam": beam,
                         "precision": precision,
-                        "sentences": len(sources),
                         "pairs": len(pairs),
                         "all_references": all_references,
                         "seconds": round(seconds, 2),
                         "hypotheses": str(out),
                         "fix_numbers": fix_numbers,
-                        "number_coverage": number_coverage,
+                        # greedy decoding has no search for coverage to rank
+                        "number_coverage": number_coverage if beam > 1 else None,
                         "copied": {
                             k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
                             for k, f in fidelity.items()

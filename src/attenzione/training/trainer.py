@@ -95,11 +95,14 @@ class Trainer:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
         warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
+        # the layer counts the run sets itself: a warm start may grow the model to them
+        counts = {"n_enc_layers": cfg.enc_layers, "n_dec_layers": cfg.dec_layers}
+        self.grow = {name for name, count in counts.items() if count is not None}
         if warm:  # a wrong path or shape fails now, not after the data work
             shape = model_shape(cfg, self.preset)
             if self.preset.tokenizer == "glove-word":
-                shape.pop("d_model")  # the GloVe file's width: checked once the model is built
-            check_init_dir(str(cfg.init_from), shape)
+                shape["d_model"] = None  # the GloVe file's width: checked once the model is built
+            check_init_dir(str(cfg.init_from), shape, self.grow)
         if cfg.tokenizers_from and self.resume_from is None:
             model_dir.load_tokenizers(cfg.tokenizers_from)  # fails now, not after the data work
         torch.manual_seed(cfg.seed)
@@ -109,7 +112,9 @@ class Trainer:
         init_path = self.run_dir / INIT_NAME
         # under torchrun rank 0 alone loads the start model: DDP gives its weights to the rest
         if warm and self.rank == 0:
-            init = warm_start(self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from))
+            init = warm_start(
+                self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from), self.grow
+            )
             atomic.write_text(init_path, json.dumps(init, indent=2) + "\n")
             self.data.notes.append(f"initialised from {init['model']}: {init['carried_over']}")
         elif self.resume_from is None and self.rank == 0:

@@ -19,8 +19,9 @@ With tied embeddings the output layer is the same table, so the softmax is carri
 
 The new run may also be *deeper* (``--enc-layers`` / ``--dec-layers`` above the old model's):
 the old layers are kept, in order, and new ones are put between them, each after the old
-layer it follows (3 → 6 is old, new, old, new, old, new). A new layer starts as an exact
-identity, so the grown model translates exactly as the old one did and training only adds:
+layer it follows (3 → 6 is old, new, old, new, old, new). A new layer starts as an identity,
+so the grown model translates as the old one did (exactly with pre-norm, up to LayerNorm's
+``eps`` with post-norm) and training only adds:
 
 * every sub-layer's output projection (attention ``out_proj``, the FFN's ``linear2``) starts
   at zero, so each sub-layer adds nothing to the residual stream: with pre-norm,
@@ -32,8 +33,9 @@ identity, so the grown model translates exactly as the old one did and training 
 
 The rest of a new layer (its Q/K/V and first FFN weights) keeps the new model's random
 initialisation: gradients reach the zeroed projections first, and through them the rest.
-Fewer layers than the old model has is refused (which to drop is not the warm start's to
-guess).
+A run grows only what it asks for (``--enc-layers``/``--dec-layers``): a preset that merely
+has more layers is still refused. Fewer layers than the old model has is refused (which to
+drop is not the warm start's to guess).
 The optimizer, the learning-rate schedule and the step count start afresh (give the run a
 short warm-up). The shapes of the body must agree; a mismatch is a one-line error naming the
 setting, given before any data is prepared. What the run started from (the model, its
@@ -43,6 +45,7 @@ into every checkpoint's ``info.json``.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -131,12 +134,14 @@ def transfer_embeddings(
     return counts
 
 
-def check_init_dir(init_dir: str | Path, shape: dict[str, Any]) -> Path:
+def check_init_dir(init_dir: str | Path, shape: dict[str, Any], grow: Collection[str] = ()) -> Path:
     """The model directory ``--init-from`` names, checked against the ``shape`` the run will
-    build (a preset's ModelConfig fields) before any data is prepared."""
+    build (a preset's ModelConfig fields; None: not known yet, e.g. a GloVe file's width)
+    before any data is prepared. ``grow``: the layer counts the run asks for itself
+    (``n_enc_layers``, ``n_dec_layers``), which may be above the old model's."""
     found = _find(init_dir)
     defaults = {f.name: f.default for f in fields(ModelConfig)}
-    _check_shape(init_dir, model_dir.read_config(found), {**defaults, **shape})
+    _check_shape(init_dir, model_dir.read_config(found), {**defaults, **shape}, grow)
     return found
 
 
@@ -151,11 +156,13 @@ def _find(init_dir: str | Path) -> Path:
 GROWABLE = {"n_enc_layers": "--enc-layers", "n_dec_layers": "--dec-layers"}
 
 
-def _check_shape(init_dir: str | Path, old: ModelConfig, new: dict[str, Any]) -> None:
+def _check_shape(
+    init_dir: str | Path, old: ModelConfig, new: dict[str, Any], grow: Collection[str]
+) -> None:
     differ = [
         f"{name} {getattr(old, name)!r} (this run: {new[name]!r})"
         for name in BODY_FIELDS
-        if getattr(old, name) != new[name] and name not in GROWABLE
+        if new[name] is not None and getattr(old, name) != new[name] and name not in grow
     ]
     if differ:
         raise ValueError(
@@ -163,7 +170,7 @@ def _check_shape(init_dir: str | Path, old: ModelConfig, new: dict[str, Any]) ->
             "choose the preset it was trained with"
         )
     for name, option in GROWABLE.items():
-        if new[name] < getattr(old, name):
+        if name in grow and new[name] < getattr(old, name):
             raise ValueError(
                 f"--init-from {init_dir}: its model has {name} {getattr(old, name)} (this run: "
                 f"{new[name]}); a warm start can add layers, not drop them: give {option} "
@@ -176,6 +183,8 @@ def layer_plan(old_n: int, new_n: int) -> list[int | None]:
     comes after the old layer it follows; when they do not share out evenly the top of the
     stack takes the rest: 3 → 6 is ``[0, None, 1, None, 2, None]``, 3 → 4 ``[0, 1, 2, None]``.
     """
+    if new_n < old_n:
+        raise ValueError(f"cannot grow {old_n} layers into {new_n}")
     extra = new_n - old_n
     plan: list[int | None] = []
     for i in range(old_n):
@@ -259,13 +268,19 @@ def copy_body(model: Transformer, old: Transformer) -> str:
 
 
 def warm_start(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, init_dir: str | Path
+    model: Transformer,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    init_dir: str | Path,
+    grow: Collection[str] = (),
 ) -> dict[str, Any]:
     """Initialise ``model`` (built for ``src_tok``/``tgt_tok``) from the model directory
-    ``init_dir``; returns what it started from (for ``init.json`` and ``info.json``)."""
+    ``init_dir``, growing the layer counts named in ``grow`` (see :func:`check_init_dir`);
+    returns what it started from (for ``init.json`` and ``info.json``)."""
     found = _find(init_dir)
     old_cfg = model_dir.read_config(found)
-    _check_shape(init_dir, old_cfg, {name: getattr(model.config, name) for name in BODY_FIELDS})
+    shape = {name: getattr(model.config, name) for name in BODY_FIELDS}
+    _check_shape(init_dir, old_cfg, shape, grow)
     old = model_dir.load_model(found)
     old_src, old_tgt = model_dir.load_tokenizers(found, old_cfg)
     body = copy_body(model, old)

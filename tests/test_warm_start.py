@@ -278,7 +278,8 @@ def test_train_can_grow_the_model_it_starts_from(
     assert res.exit_code == 0, res.output
     config = model_dir.read_config(out / "last")
     assert (config.n_enc_layers, config.n_dec_layers) == (3, 2)
-    assert json.loads((out / "last" / "info.json").read_text())["step"] == 8
+    info = json.loads((out / "last" / "info.json").read_text())
+    assert info["step"] == 8 and info["preset"] == "tiny" and info["layers"] == "3+2"
     # layers can be added, not dropped: a one-line error before any data work
     shrink = [*args[:4], str(tmp_path / "shrunk"), *args[5:], "--init-from", str(out / "last")]
     res = CliRunner().invoke(app, [*shrink, "--enc-layers", "2", "--dec-layers", "2"])

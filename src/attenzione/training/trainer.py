@@ -203,6 +203,8 @@ class Trainer:
         last_eval: dict[str, Any] = evals[-1] if evals else {}
         return {
             "preset": self.cfg.preset,
+            # encoder + decoder layers: the preset's, or the run's own (--enc/--dec-layers)
+            "layers": f"{self.model.config.n_enc_layers}+{self.model.config.n_dec_layers}",
             "step": self.progress.step,
             "epoch": self.progress.epoch,
             "train_hours": round(self.progress.train_seconds / 3600, 3),

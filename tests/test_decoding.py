@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig, ModelConfig
-from attenzione.decoding import Coverage, _filter_logits, generate
+from attenzione.decoding import Coverage, _filter_logits, generate, utf8_roles
 from attenzione.model import Transformer
 
 PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
@@ -453,3 +453,66 @@ def test_a_hypothesis_cut_at_the_cap_never_beats_one_that_ended() -> None:
     need_b = Coverage(need=torch.tensor([[1]]), table=table)
     cfg = DecodeConfig(method="beam", beam_size=1, number_coverage=4.0)
     assert generate(_NeverEnding(), _src(), cfg, coverage=need_b)[0][0].tokens == [A]
+
+
+# the stub's vocabulary as UTF-8: A a lead byte announcing one continuation, B a
+# continuation byte, C an ordinary piece
+ROLES = torch.tensor([0, 0, 0, 1, -1, 0])
+
+
+class _BrokenBytes(ScriptedModel):
+    """A model that would break UTF-8: it likes a stray continuation byte first, and after
+    the lead byte a word piece more than the continuation it owes."""
+
+    TABLE = {
+        (): {B: 0.5, A: 0.4, C: 0.1},
+        (A,): {C: 0.6, EOS: 0.3, B: 0.1},
+        (A, B): {EOS: 1.0},
+    }
+
+
+def _well_formed(tokens: list[int]) -> bool:
+    owed = 0
+    for t in tokens:
+        if (t == B) != (owed > 0):
+            return False
+        owed = owed - 1 if t == B else (1 if t == A else 0)
+    return owed == 0
+
+
+def test_utf8_roles_of_byte_pieces() -> None:
+    pieces = ["<pad>", "▁a", "<0x41>", "<0xC2>", "<0xE2>", "<0xF0>", "<0xA3>", "<0xC1>", "<0xFF>"]
+    assert utf8_roles(pieces).tolist() == [0, 0, 0, 1, 2, 3, -1, -2, -2]
+    assert utf8_roles(["<0xZZ>", "<0x4>", "0xC2"]).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        DecodeConfig(method="greedy"),
+        DecodeConfig(method="beam", beam_size=3, n_best=3),
+        DecodeConfig(method="sample", seed=5),
+        DecodeConfig(method="sample", seed=6),
+    ],
+    ids=["greedy", "beam", "sample5", "sample6"],
+)
+def test_byte_pieces_always_spell_whole_characters(cfg: DecodeConfig) -> None:
+    free = generate(_BrokenBytes(), _src(2), cfg)
+    if cfg.method != "sample":  # the model's own choice is broken (a sample may not be)
+        assert not all(_well_formed(h.tokens) for s in free for h in s)
+    out = generate(_BrokenBytes(), _src(2), cfg, utf8=ROLES)
+    for hyps in out:
+        assert hyps and all(_well_formed(h.tokens) for h in hyps), hyps
+    if cfg.method == "greedy":
+        # the choice is renormalised over what is allowed: A is 0.4 of the 0.5 left
+        assert out[0][0].tokens == [A, B]
+        assert out[0][0].log_prob == pytest.approx(math.log(0.8))
+
+
+def test_a_row_whose_continuations_are_all_banned_is_left_to_the_model() -> None:
+    banned = torch.zeros(1, V, dtype=torch.bool)
+    banned[0, B] = True  # no continuation may be written: the guard cannot hold, nor empty
+    out = generate(_BrokenBytes(), _src(), DecodeConfig(method="greedy"), banned=banned, utf8=ROLES)
+    assert out[0][0].tokens == [A, C]
+    with pytest.raises(ValueError, match="one role per target token"):
+        generate(_BrokenBytes(), _src(), utf8=ROLES[:5])

@@ -237,6 +237,20 @@ def test_shipped_model_keeps_the_numbers_of_a_sentence() -> None:
 
 
 @shipped
+def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
+    # "£" is not in the vocabulary: bytes <0xC2><0xA3>; the model, left alone, follows the
+    # lead byte with a word piece here ("costa � Put5.", "di �~27 milioni.")
+    tr = Translator.from_pretrained()
+    sentences = [
+        "A ticket costs £5.",
+        "Jesus joined Manchester City in January 2017 from Brazilian club Palmeiras for a "
+        "reported fee of £27 million.",
+    ]
+    for out in tr.translate(sentences) + tr.translate(sentences, beam=1, fix_numbers=False):
+        assert "\ufffd" not in out and "£" in out, out
+
+
+@shipped
 def test_shipped_model_beam_search_writes_the_time_and_greedy_still_ends() -> None:
     tr = Translator.from_pretrained()
     sentence = "Tom didn't come back until after 2:30."

@@ -26,6 +26,13 @@ count towards the K that stop the search, which goes on for one that owes nothin
 length cap. Greedy decoding and sampling ignore it: with no other hypothesis to choose, a
 push could only make them write on past their ending.
 
+Any method can also be kept to well-formed UTF-8 (``utf8``: what each token is as a byte,
+see :func:`utf8_roles`). With byte fallback a character the vocabulary lacks is spelled as
+its bytes (``£`` = ``<0xC2><0xA3>``); a model that writes the lead byte and then a word piece
+would print "�". After a lead byte only continuation bytes may follow, as many as it
+announces (and no ``<eos>``); elsewhere a continuation byte, or a byte UTF-8 never uses, may
+not be written. The choice is renormalised over what is allowed, as a ban is.
+
 Sentences that are finished leave the batch (the strategy returns the surviving rows, the
 loop reorders the cache to them), so a batch costs what its unfinished sentences cost. The
 length cap for a source of n real tokens is ``max_len_a·n + max_len_b`` new tokens, never
@@ -326,6 +333,51 @@ STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
+# what a token is as UTF-8, for generate(utf8=...)
+NOT_A_BYTE, CONTINUATION, NEVER = 0, -1, -2
+
+
+def utf8_roles(pieces: list[str]) -> Tensor:
+    """(V,) long: per vocabulary piece, ``NOT_A_BYTE`` (0) for a piece that is not a byte
+    (``<0x..>``), the number of continuation bytes a lead byte announces (1–3),
+    ``CONTINUATION`` for 0x80–0xBF, ``NEVER`` for the bytes well-formed UTF-8 never holds
+    (0xC0, 0xC1, 0xF5–0xFF); an ASCII byte is complete in itself (0)."""
+    roles = torch.zeros(len(pieces), dtype=torch.long)
+    for i, piece in enumerate(pieces):
+        if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+            try:
+                byte = int(piece[3:5], 16)
+            except ValueError:
+                continue
+            if 0x80 <= byte <= 0xBF:
+                roles[i] = CONTINUATION
+            elif byte in (0xC0, 0xC1) or byte >= 0xF5:
+                roles[i] = NEVER
+            elif byte >= 0xC2:
+                roles[i] = 1 if byte <= 0xDF else 2 if byte <= 0xEF else 3
+    return roles
+
+
+def _keep_utf8(logits: Tensor, owed: Tensor, roles: Tensor) -> None:
+    """Mask in place what would break UTF-8: rows that owe continuation bytes (``owed`` > 0)
+    may write only those; the others no continuation byte and no ``NEVER`` byte. A row that
+    owes bytes none of which is allowed (all banned) is left as it is rather than emptied."""
+    cont = roles == CONTINUATION  # (V,)
+    waiting = owed > 0  # (N,)
+    if bool(waiting.any()):
+        open_cont = torch.isfinite(logits) & cont  # (N,V)
+        waiting = waiting & open_cont.any(dim=-1)
+        logits.masked_fill_(waiting[:, None] & ~cont[None, :], float("-inf"))
+    free = ~(owed > 0)
+    logits.masked_fill_(free[:, None] & (cont | (roles == NEVER))[None, :], float("-inf"))
+
+
+def _next_owed(owed: Tensor, tokens: Tensor, roles: Tensor) -> Tensor:
+    """The continuation bytes each row owes after writing ``tokens``."""
+    role = roles[tokens]
+    return torch.where(role == CONTINUATION, (owed - 1).clamp(min=0), role.clamp(min=0))
+
+
 @torch.inference_mode()
 def generate(
     model: DecodingModel,
@@ -334,13 +386,16 @@ def generate(
     *,
     banned: Tensor | None = None,
     coverage: Coverage | None = None,
+    utf8: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
     ``banned``: (B,V) booleans, the tokens each sentence may never produce (``<eos>`` must
     stay allowed). ``coverage``: what each sentence should produce before it ends (see
-    :class:`Coverage`; weighed by ``cfg.number_coverage``). Returns, per sentence, its
-    hypotheses best first (one for greedy and sampling, up to ``n_best`` for beam search).
+    :class:`Coverage`; weighed by ``cfg.number_coverage``). ``utf8``: (V,) roles from
+    :func:`utf8_roles`, to keep byte pieces well-formed (None: no check). Returns, per
+    sentence, its hypotheses best first (one for greedy and sampling, up to ``n_best`` for
+    beam search).
     """
     cfg = cfg or DecodeConfig()
     mc = model.config
@@ -350,6 +405,8 @@ def generate(
             raise ValueError(f"banned must be a bool tensor of shape {want}")
         if bool(banned[:, mc.eos_id].any()):
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
+    if utf8 is not None and tuple(utf8.shape) != (mc.tgt_vocab_size,):
+        raise ValueError(f"utf8 must have one role per target token ({mc.tgt_vocab_size},)")
     if coverage is not None:
         coverage.check(src_ids.shape[0], mc.tgt_vocab_size)
         if cfg.number_coverage == 0 or cfg.method != "beam":
@@ -374,12 +431,16 @@ def generate(
         banned = None if banned is None else banned[rows]
     n = src_ids.shape[0] if rows is None else rows.shape[0]
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
+    roles = None if utf8 is None else utf8.to(src_ids.device)
+    bytes_owed = torch.zeros(n, dtype=torch.long, device=src_ids.device)  # (N,)
     for step in range(int(limits.max())):
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
         if step < cfg.min_len:
             logits[:, mc.eos_id] = float("-inf")
         if banned is not None:
             logits.masked_fill_(banned, float("-inf"))
+        if roles is not None:
+            _keep_utf8(logits, bytes_owed, roles)
         if need is not None and have is not None:
             owed = (need - have).clamp(min=0)  # (N,C)
         chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1), owed)
@@ -388,6 +449,9 @@ def generate(
         if chosen.rows is not None:
             cache.reorder(chosen.rows)
             banned = None if banned is None else banned[chosen.rows]
+            bytes_owed = bytes_owed[chosen.rows]
+        if roles is not None:
+            bytes_owed = _next_owed(bytes_owed, chosen.tokens, roles)
         if need is not None and have is not None and table is not None:
             if chosen.rows is not None:
                 need, have = need[chosen.rows], have[chosen.rows]

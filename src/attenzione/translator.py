@@ -32,7 +32,7 @@ from attenzione.config import NUMBER_COVERAGE, DecodeConfig
 from attenzione.data.numbers import repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
-from attenzione.decoding import Coverage, Hypothesis, generate
+from attenzione.decoding import Coverage, Hypothesis, generate, utf8_roles
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
 
@@ -112,6 +112,10 @@ class Translator:
         shared = [p for p in tgt_bytes if p in src_bytes]
         self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
         self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
+        # what each target piece is as UTF-8, so byte pieces always spell whole characters
+        # (None: a vocabulary without byte fallback has nothing to keep well-formed)
+        pieces = [tgt_tokenizer.id_to_token(i) for i in range(tgt_tokenizer.vocab_size)]
+        self._utf8 = utf8_roles(pieces) if tgt_bytes else None
         # (V,10): how many of each digit every piece writes, for number coverage
         self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
@@ -220,7 +224,9 @@ class Translator:
                 batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
             banned = self._byte_bans(batch)
             coverage = self._number_coverage(batch)
-            decoded = generate(self.model, batch, cfg, banned=banned, coverage=coverage)
+            decoded = generate(
+                self.model, batch, cfg, banned=banned, coverage=coverage, utf8=self._utf8
+            )
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results

@@ -44,6 +44,7 @@ The loop needs only what :class:`DecodingModel` names — ``config`` (pad/bos/eo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -337,24 +338,21 @@ STRATEGIES: dict[str, type[Strategy]] = {
 NOT_A_BYTE, CONTINUATION, NEVER = 0, -1, -2
 
 
-def utf8_roles(pieces: list[str]) -> Tensor:
-    """(V,) long: per vocabulary piece, ``NOT_A_BYTE`` (0) for a piece that is not a byte
-    (``<0x..>``), the number of continuation bytes a lead byte announces (1–3),
-    ``CONTINUATION`` for 0x80–0xBF, ``NEVER`` for the bytes well-formed UTF-8 never holds
-    (0xC0, 0xC1, 0xF5–0xFF); an ASCII byte is complete in itself (0)."""
-    roles = torch.zeros(len(pieces), dtype=torch.long)
-    for i, piece in enumerate(pieces):
-        if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
-            try:
-                byte = int(piece[3:5], 16)
-            except ValueError:
-                continue
-            if 0x80 <= byte <= 0xBF:
-                roles[i] = CONTINUATION
-            elif byte in (0xC0, 0xC1) or byte >= 0xF5:
-                roles[i] = NEVER
-            elif byte >= 0xC2:
-                roles[i] = 1 if byte <= 0xDF else 2 if byte <= 0xEF else 3
+def utf8_roles(byte_pieces: Mapping[str, int], vocab_size: int) -> Tensor:
+    """(V,) long: what each token is as UTF-8, from the vocabulary's byte-fallback pieces
+    (``byte_pieces``: ``<0x00>``…``<0xFF>`` and their ids). The number of continuation bytes
+    a lead byte announces (1–3), ``CONTINUATION`` for 0x80–0xBF, ``NEVER`` for the bytes
+    well-formed UTF-8 never holds (0xC0, 0xC1, 0xF5–0xFF), ``NOT_A_BYTE`` (0) for every other
+    token; an ASCII byte is complete in itself (0)."""
+    roles = torch.full((vocab_size,), NOT_A_BYTE, dtype=torch.long)
+    for piece, i in byte_pieces.items():
+        byte = int(piece[3:5], 16)
+        if 0x80 <= byte <= 0xBF:
+            roles[i] = CONTINUATION
+        elif byte in (0xC0, 0xC1) or byte >= 0xF5:
+            roles[i] = NEVER
+        elif byte >= 0xC2:
+            roles[i] = 1 if byte <= 0xDF else 2 if byte <= 0xEF else 3
     return roles
 
 

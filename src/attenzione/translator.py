@@ -114,8 +114,7 @@ class Translator:
         self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
         # what each target piece is as UTF-8, so byte pieces always spell whole characters
         # (None: a vocabulary without byte fallback has nothing to keep well-formed)
-        pieces = [tgt_tokenizer.id_to_token(i) for i in range(tgt_tokenizer.vocab_size)]
-        self._utf8 = utf8_roles(pieces) if tgt_bytes else None
+        self._utf8 = utf8_roles(tgt_bytes, model.config.tgt_vocab_size) if tgt_bytes else None
         # (V,10): how many of each digit every piece writes, for number coverage
         self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)

@@ -46,14 +46,16 @@ def dist_info() -> tuple[int, int]:
     return 0, 1
 
 
+def own_layers(cfg: TrainConfig) -> dict[str, int]:
+    """The layer counts the run sets itself (``--enc-layers``/``--dec-layers``), by their
+    ModelConfig names; a warm start may grow the model to these."""
+    counts = {"n_enc_layers": cfg.enc_layers, "n_dec_layers": cfg.dec_layers}
+    return {name: count for name, count in counts.items() if count is not None}
+
+
 def model_shape(cfg: TrainConfig, preset: Preset) -> dict[str, Any]:
     """The preset's ModelConfig fields with the run's own layer counts, when it sets them."""
-    shape = dict(preset.model)
-    if cfg.enc_layers is not None:
-        shape["n_enc_layers"] = cfg.enc_layers
-    if cfg.dec_layers is not None:
-        shape["n_dec_layers"] = cfg.dec_layers
-    return shape
+    return {**preset.model, **own_layers(cfg)}
 
 
 def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:

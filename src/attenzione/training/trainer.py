@@ -50,6 +50,7 @@ from attenzione.training.setup import (
     dist_info,
     graceful_signals,
     model_shape,
+    own_layers,
     resumed_config,
 )
 from attenzione.training.step import (
@@ -95,9 +96,7 @@ class Trainer:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
         warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
-        # the layer counts the run sets itself: a warm start may grow the model to them
-        counts = {"n_enc_layers": cfg.enc_layers, "n_dec_layers": cfg.dec_layers}
-        self.grow = {name for name, count in counts.items() if count is not None}
+        self.grow = set(own_layers(cfg))  # a warm start may grow the model to these
         if warm:  # a wrong path or shape fails now, not after the data work
             shape = model_shape(cfg, self.preset)
             if self.preset.tokenizer == "glove-word":

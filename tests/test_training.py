@@ -79,6 +79,8 @@ def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) 
     info = json.loads((trained_run / "last" / "info.json").read_text())
     # the toy corpus names no source: nobody is credited (and certainly not Tatoeba)
     assert info["step"] == 500 and info["attribution"] is None
+    # the toy targets have no numbers to say how they write them: left as the model writes
+    assert info["number_format"] == "keep"
 
 
 def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:

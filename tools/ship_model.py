@@ -23,6 +23,7 @@ import torch
 
 from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
+from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
 from attenzione.translator import PRETRAINED_DIR, Translator
 
@@ -110,6 +111,10 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true", help="score only, write nothing")
     args = parser.parse_args()
     tr = Translator.from_pretrained(args.run / args.checkpoint)
+    if "number_format" not in tr.info:  # a checkpoint saved before the trainer recorded it
+        tr.number_format = number_format_of(read_pairs(args.run / "data" / "train.tsv"))
+        tr.info["number_format"] = tr.number_format
+    print("number format", tr.number_format)
     results = {}
     extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))
     for split in ("dev", "test", *(f"dev-{name}" for name in extra)):

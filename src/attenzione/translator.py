@@ -29,7 +29,7 @@ import torch
 
 from attenzione import model_dir
 from attenzione.config import NUMBER_COVERAGE, DecodeConfig
-from attenzione.data.numbers import repair_numbers
+from attenzione.data.numbers import NUMBER_FORMATS, localize_numbers, repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Coverage, Hypothesis, generate, utf8_roles
@@ -118,6 +118,14 @@ class Translator:
         # (V,10): how many of each digit every piece writes, for number coverage
         self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
+        # how the target language writes 1,234.5 (what the training targets did; see
+        # attenzione.data.numbers.localize_numbers): the model's own unless set otherwise
+        self.number_format = str(self.info.get("number_format", "keep"))
+        if self.number_format not in NUMBER_FORMATS:
+            raise ValueError(
+                f"info.json: number_format must be one of {', '.join(NUMBER_FORMATS)}, "
+                f"not {self.number_format!r}"
+            )
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
@@ -274,7 +282,9 @@ class Translator:
         ``beam`` 1 is greedy decoding; ``sample=True`` samples instead (with ``temperature``,
         ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
         ``fix_numbers`` puts back source numbers the model garbled ("2017" → "20177"; see
-        :func:`attenzione.data.numbers.repair_numbers`); False: unrepaired.
+        :func:`attenzione.data.numbers.repair_numbers`) and writes the source's numbers in the
+        target's convention, :attr:`number_format` ("2.3 million" → "2,3 milioni"); False:
+        the model's output as it is.
         ``number_coverage`` makes beam search prefer a translation that has written every
         digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
         decoding and sampling ignore it).
@@ -307,6 +317,14 @@ class Translator:
         it = iter(texts)
         while block := list(itertools.islice(it, chunk)):
             yield from self._translate_lines(block, cfg, batch_size, fix_numbers)
+
+    def _finish(self, source: str, text: str, fix_numbers: bool) -> str:
+        """A decoded translation of ``source`` as the user gets it: its numbers repaired and
+        written in :attr:`number_format` ("55,000" → "55.000" for Italian); with
+        ``fix_numbers`` False, exactly what the model wrote."""
+        if not fix_numbers:
+            return text
+        return localize_numbers(source, repair_numbers(source, text), self.number_format)
 
     def _decode_parts(
         self, texts: Sequence[str], cfg: DecodeConfig, batch_size: int
@@ -341,7 +359,7 @@ class Translator:
                     done.append(part)
                     continue
                 text = self.tgt_tokenizer.decode(h[0].tokens) if h else ""
-                done.append(repair_numbers(part, text) if fix_numbers else text)
+                done.append(self._finish(part, text, fix_numbers))
             out.append(" ".join(done))
         return out
 
@@ -368,7 +386,7 @@ class Translator:
         out = []
         for h in self.translate_ids([ids], cfg)[0]:
             hyp = self.tgt_tokenizer.decode(h.tokens)
-            out.append((repair_numbers(text, hyp) if fix_numbers else hyp, h.score))
+            out.append((self._finish(text, hyp, fix_numbers), h.score))
         return out
 
     def translate_scored(
@@ -410,7 +428,7 @@ class Translator:
                         texts.append(part)
                         continue
                     text = self.tgt_tokenizer.decode(h[rank].tokens)
-                    texts.append(repair_numbers(part, text) if fix_numbers else text)
+                    texts.append(self._finish(part, text, fix_numbers))
                     log_prob += h[rank].log_prob
                     n_tokens += len(h[rank].tokens) + 1  # + <eos>
                     ids.extend(h[rank].tokens)

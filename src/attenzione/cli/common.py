@@ -103,6 +103,32 @@ def number_coverage_option() -> Any:
     )
 
 
+def number_format_option() -> Any:
+    """``--number-format``, as ``translate`` and ``evaluate`` take it."""
+    from attenzione.data.numbers import NUMBER_FORMATS
+
+    choices = ("model", *NUMBER_FORMATS)
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
+        if not ctx.resilient_parsing and value not in choices:
+            fail(f"{_name(param)} must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    return typer.Option(
+        "model",
+        help="How to write the source's numbers: comma (1.234,5: Italian), point (1,234.5: "
+        "English), keep (as the model wrote them), or model (what its training targets did; "
+        "the shipped model: comma). Off with --no-fix-numbers.",
+        callback=check,
+    )
+
+
+def set_number_format(translator: Any, number_format: str) -> None:
+    """Apply ``--number-format`` to a loaded translator (``model``: leave its own)."""
+    if number_format != "model":
+        translator.number_format = number_format
+
+
 def given(ctx: typer.Context, name: str) -> bool:
     """Whether the user set parameter ``name`` (on the command line or the environment)."""
     source = ctx.get_parameter_source(name)  # typer may carry its own copy of click's enum

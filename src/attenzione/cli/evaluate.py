@@ -8,7 +8,14 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import at_least, check_writable, number_coverage_option, user_errors
+from attenzione.cli.common import (
+    at_least,
+    check_writable,
+    number_coverage_option,
+    number_format_option,
+    set_number_format,
+    user_errors,
+)
 
 
 def evaluate(
@@ -39,6 +46,7 @@ def evaluate(
         help="Put back source numbers the model garbled (default), or score the output unrepaired.",
     ),
     number_coverage: float = number_coverage_option(),
+    number_format: str = number_format_option(),
     all_references: bool = typer.Option(
         False,
         "--all-references",
@@ -57,6 +65,7 @@ def evaluate(
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it
         translator = Translator.from_pretrained(model, precision=precision)
+        set_number_format(translator, number_format)
         sources: list[str]
         references: list[str] | list[list[str]]
         if all_references:
@@ -83,6 +92,7 @@ def evaluate(
                         "seconds": round(seconds, 2),
                         "hypotheses": str(out),
                         "fix_numbers": fix_numbers,
+                        "number_format": translator.number_format if fix_numbers else None,
                         # greedy decoding has no search for coverage to rank
                         "number_coverage": number_coverage if beam > 1 else None,
                         "copied": {

@@ -24,7 +24,9 @@ from attenzione.cli.common import (
     given,
     in_range,
     number_coverage_option,
+    number_format_option,
     read_text_lines,
+    set_number_format,
     user_errors,
 )
 
@@ -76,6 +78,7 @@ def translate(
         "--fix-numbers/--no-fix-numbers",
         help="Put back source numbers the model garbled (default), or print the output unrepaired.",
     ),
+    number_format: str = number_format_option(),
 ) -> None:
     """Translate sentences with a trained model."""
     with user_errors():
@@ -90,6 +93,7 @@ def translate(
         from attenzione.translator import Translator, decode_config
 
         translator = Translator.from_pretrained(model, precision=precision)
+        set_number_format(translator, number_format)
         if n_best > 1:
             if len(lines) != 1:
                 fail("--n-best works on one sentence at a time")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 # digits, optionally grouped, with a decimal part, or joined into one expression by - / :
 # ("2017", "1,000", "3.5", "555-1234", "10:30", "2017-05-01"): one number to copy whole
@@ -99,3 +100,144 @@ def repair_numbers(source: str, translation: str) -> str:
         last = m.end()
     out.append(translation[last:])
     return "".join(out)
+
+
+# ---------------------------------------------------------------- the target's number format
+# English writes 1,234.5 and Italian 1.234,5. A translation that copies "2.3 million" or
+# "55,000 barrels" digit for digit is exact but reads as English: the Italian references write
+# "2,3 milioni" and "55.000 barili". ``comma`` is the Italian (and German, French, Spanish …)
+# convention, ``point`` the English one, ``keep`` leaves numbers as the model wrote them.
+NUMBER_FORMATS = ("keep", "comma", "point")
+
+# How each convention writes a number, keyed by the convention: thousands groups (English
+# 1,234, Italian 1.234: three digits a group) and a decimal part (English 2.3, Italian 2,3).
+# Converting to one convention rewrites the numbers written in the other.
+_GROUPED = {
+    "point": re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"),
+    "comma": re.compile(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?"),
+}
+_DECIMAL = {"point": re.compile(r"\d+\.\d+"), "comma": re.compile(r"\d+,\d+")}
+# what only that convention writes: two groups or more, or groups and a decimal part
+# ("1,000,000", "1,234.5"): how number_format_of tells which one the sources use
+_ONLY = {
+    "point": re.compile(r"\d{1,3}(?:,\d{3}){2,}(?:\.\d+)?|\d{1,3}(?:,\d{3})+\.\d+"),
+    "comma": re.compile(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"),
+}
+_OTHER = {"point": "comma", "comma": "point"}
+_SEPARATED = re.compile(r"\d[.,]\d")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# A decimal-looking number after one of these is a label, not a quantity ("Figure 1.1",
+# "version 2.3", "kernel 5.10"): it keeps its dot.
+_LABEL_WORDS = _words(
+    "figure fig section sec chapter table version versions release step appendix article art "
+    "paragraph equation eq item part volume vol no number rule page pages v kernel"
+)
+# words that start a sentence before a quantity ("About 2.3 million", "The 1.5 kg"): the
+# first word is capitalised anyway, so only these are not taken for names
+_STARTERS = _words(
+    "the a an about around almost nearly over under only just some all by for with from to at "
+    "in on of and but or if when since after before each every this that these those his her "
+    "its their our my your we they he she it i you another roughly less more approximately up "
+    "down still between below above exactly"
+)
+_WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
+
+
+def _is_label(text: str, start: int) -> bool:
+    """Whether the number at ``start`` names something (a section, a version) rather than
+    counting: it opens the text ("5.4. The network"), hangs on a word ("httpd-2.0"), or
+    follows a label word or a capitalised name ("GNOME 3.8", "Figure 1.1")."""
+    before = text[:start].rstrip()
+    if not before:
+        return True
+    if start > 1 and text[start - 1] in "-/" and text[start - 2].isalpha():
+        return True
+    m = _WORD_BEFORE.search(before)
+    if m is None:
+        return False
+    word = m.group(1)
+    if word.lower() in _LABEL_WORDS:
+        return True
+    if not word[:1].isupper() or word.isdigit():
+        return False
+    # a capitalised word is a name ("GNOME 3.8"), unless it only starts the sentence
+    return bool(before[: m.start()].strip()) or word.lower() not in _STARTERS
+
+
+def localize_numbers(source: str, translation: str, number_format: str) -> str:
+    """``translation`` with the source's numbers that it copied as written rewritten in the
+    target's ``number_format`` (see :data:`NUMBER_FORMATS`).
+
+    Only a number that is in the source as a quantity in the other convention changes: thousands
+    groups always ("55,000" → "55.000"), decimals unless they are labels (see
+    :func:`_is_label`) or the source has a number with two or more separators of that kind
+    ("4.6.2", a version) — then none of its decimals is touched. The digits never change, so
+    number fidelity (:func:`take`) counts the result as the source's number.
+    """
+    if number_format == "keep":
+        return translation
+    if number_format not in NUMBER_FORMATS:
+        raise ValueError(f"number format must be one of {', '.join(NUMBER_FORMATS)}")
+    written = _OTHER[number_format]  # the convention of the numbers to rewrite
+    grouped, decimal = _GROUPED[written], _DECIMAL[written]
+    found = list(NUMBER.finditer(source))
+    mark = "." if written == "point" else ","
+    versions = any(m.group(0).count(mark) > 1 and not grouped.fullmatch(m.group(0)) for m in found)
+    decimals = [m for m in found if decimal.fullmatch(m.group(0))]
+    labelled = versions or any(_is_label(source, m.start()) for m in decimals)
+    convert: Counter[str] = Counter()
+    for m in found:
+        n = m.group(0)
+        if grouped.fullmatch(n) or (not labelled and decimal.fullmatch(n)):
+            convert[n] += 1
+    if not convert:
+        return translation
+
+    def rewrite(m: re.Match[str]) -> str:
+        n = m.group(0)
+        if convert[n] > 0:
+            convert[n] -= 1
+            return swap_separators(n)
+        return n
+
+    return NUMBER.sub(rewrite, translation)
+
+
+def number_format_of(pairs: Sequence[tuple[str, str]], *, least: int = 20) -> str:
+    """The number format the targets of ``pairs`` use, as :func:`localize_numbers` names it.
+
+    First the sources' convention, from the numbers only one convention writes ("1,000,000",
+    "1,234.5" are English; "1.000.000", "1.234,5" Italian). Then its thousands groups vote:
+    a source "55,000" whose target writes "55.000" votes for the other convention (here
+    ``comma``), one copied as written for ``keep``. No convention in the sources, fewer
+    than ``least`` votes, or no majority for rewriting: ``keep``.
+    """
+    # only sources with a separator between digits can say anything (a fast first look)
+    pairs = [(s, t) for s, t in pairs if _SEPARATED.search(s)]
+    seen: Counter[str] = Counter()
+    for source, _ in pairs:
+        for n in NUMBER.findall(source):
+            seen.update(c for c, only in _ONLY.items() if only.fullmatch(n))
+    if not seen or seen["point"] == seen["comma"]:
+        return "keep"
+    convention = seen.most_common(1)[0][0]
+    grouped, votes = _GROUPED[convention], Counter[str]()
+    for source, target in pairs:
+        in_target: Counter[str] | None = None
+        for n in NUMBER.findall(source):
+            if not grouped.fullmatch(n):
+                continue
+            if in_target is None:
+                in_target = Counter(NUMBER.findall(target))
+            if in_target[swap_separators(n)] > 0:
+                votes[_OTHER[convention]] += 1
+            elif in_target[n] > 0:
+                votes["keep"] += 1
+    if sum(votes.values()) < least or votes["keep"] >= votes[_OTHER[convention]]:
+        return "keep"
+    return _OTHER[convention]

@@ -31,6 +31,7 @@ from attenzione.data import (
 )
 from attenzione.data.cleaning import CleaningConfig, clean_corpus, sentence_key
 from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers
+from attenzione.data.numbers import number_format_of
 from attenzione.training.presets import Preset
 
 Pairs = list[tuple[str, str]]
@@ -47,6 +48,8 @@ class PreparedData:
     dropped_long: int
     notes: list[str]
     extra_dev: dict[str, Pairs] = field(default_factory=dict)
+    # how the training targets write the sources' numbers (attenzione.data.numbers)
+    number_format: str = "keep"
 
 
 def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> PreparedData:
@@ -87,7 +90,16 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     dropped = len(train) - len(train_ids)
     if dropped:
         notes.append(f"left out {dropped} training pairs longer than {limit} tokens")
-    return PreparedData(train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes, extra_dev)
+    number_format = number_format_of(train)
+    if number_format != "keep":
+        example = "1.234,5" if number_format == "comma" else "1,234.5"
+        notes.append(
+            f"the training targets write the sources' numbers {number_format}-style "
+            f"({example}): so will this model's translations (info.json number_format)"
+        )
+    return PreparedData(
+        train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes, extra_dev, number_format
+    )
 
 
 def _cleaning(cfg: TrainConfig) -> CleaningConfig:

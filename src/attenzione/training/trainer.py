@@ -211,6 +211,7 @@ class Trainer:
             "dev_chrf_greedy": last_eval.get("dev_chrf"),
             "parameters": self.model.num_parameters(),
             "max_src_tokens": self.cfg.max_src_tokens,
+            "number_format": self.data.number_format,
             "data": str(self.cfg.data),
             "corpora": [self._first_corpus(), *self.cfg.extra_data],
             **self._init_info(),

@@ -1,0 +1,157 @@
+"""Numbers written in the target's convention: 55,000 → 55.000 and 2.3 → 2,3 for Italian."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from attenzione.cli import app
+from attenzione.data.numbers import localize_numbers, number_format_of
+from attenzione.evaluation import number_fidelity
+from attenzione.translator import PRETRAINED_DIR, Translator
+
+
+@pytest.mark.parametrize(
+    ("source", "translation", "expected"),
+    [
+        # thousands groups and decimals the model copied as written
+        (
+            "It holds 55,000 barrels (2.3 million gallons).",
+            "Contiene 55,000 barili (2.3 milioni di galloni).",
+            "Contiene 55.000 barili (2,3 milioni di galloni).",
+        ),
+        (
+            "Sales rose to 1,234,567.89 dollars.",
+            "Vendite a 1,234,567.89 dollari.",
+            "Vendite a 1.234.567,89 dollari.",
+        ),
+        # a sentence's first word is no name: "About" and "The" start quantities
+        (
+            "About 1.5 million people.",
+            "Circa 1.5 milioni di persone.",
+            "Circa 1,5 milioni di persone.",
+        ),
+        # labels keep their dot: a label word, a capitalised name, a number opening the text,
+        # one hanging on a word
+        ("See Figure 1.1 below.", "Vedi la Figura 1.1 sotto.", "Vedi la Figura 1.1 sotto."),
+        (
+            "It needs GNOME 3.8 or later.",
+            "Richiede GNOME 3.8 o successivo.",
+            "Richiede GNOME 3.8 o successivo.",
+        ),
+        ("Python 3.8 is out.", "Python 3.8 è uscito.", "Python 3.8 è uscito."),
+        ("5.4. The network", "5.4. La rete", "5.4. La rete"),
+        ("Install httpd-2.0 first.", "Installa prima httpd-2.0.", "Installa prima httpd-2.0."),
+        # a version in the sentence: none of its decimals is a quantity, its groups still are
+        (
+            "Upgrade 4.6.2 to 4.7 for 1,000 users.",
+            "Aggiorna 4.6.2 a 4.7 per 1,000 utenti.",
+            "Aggiorna 4.6.2 a 4.7 per 1.000 utenti.",
+        ),
+        # already Italian, or not a source number: left as the model wrote it
+        ("It holds 55,000 barrels.", "Contiene 55.000 barili.", "Contiene 55.000 barili."),
+        ("He is 2 metres tall.", "È alto 2.5 metri.", "È alto 2.5 metri."),
+        # times, dates, telephone numbers have no decimal point to move
+        (
+            "At 10:30 on 2017-05-01, call 555-1234.",
+            "Alle 10:30 del 2017-05-01, 555-1234.",
+            "Alle 10:30 del 2017-05-01, 555-1234.",
+        ),
+    ],
+)
+def test_comma_format_rewrites_quantities_only(
+    source: str, translation: str, expected: str
+) -> None:
+    assert localize_numbers(source, translation, "comma") == expected
+
+
+def test_each_source_number_is_rewritten_as_often_as_the_source_has_it() -> None:
+    source = "Between 2.5 and 3.5 litres."
+    # the translation repeats 2.5: only the one the source has is the source's quantity
+    assert localize_numbers(source, "Tra 2.5 e 3.5 litri, 2.5 in media.", "comma") == (
+        "Tra 2,5 e 3,5 litri, 2.5 in media."
+    )
+
+
+def test_point_format_is_the_way_back_and_keep_changes_nothing() -> None:
+    source = "Contiene 55.000 barili (2,3 milioni)."
+    translation = "It holds 55.000 barrels (2,3 million)."
+    assert (
+        localize_numbers(source, translation, "point") == "It holds 55,000 barrels (2.3 million)."
+    )
+    assert localize_numbers(source, translation, "keep") == translation
+    with pytest.raises(ValueError, match="number format must be one of keep, comma, point"):
+        localize_numbers(source, translation, "dot")
+
+
+def test_localised_numbers_still_count_as_copied() -> None:
+    sources = ["It holds 55,000 barrels (2.3 million gallons)."]
+    out = [localize_numbers(sources[0], "Contiene 55,000 barili (2.3 milioni).", "comma")]
+    fid = number_fidelity(sources, out)
+    assert (fid.kept, fid.total) == (2, 2)
+
+
+def _pairs(n_swapped: int, n_kept: int) -> list[tuple[str, str]]:
+    pairs = [
+        (f"We sold {i},500 cars.", f"Abbiamo venduto {i}.500 auto.")
+        for i in range(1, 1 + n_swapped)
+    ]
+    pairs += [(f"Tom has {i},250 books.", f"Tom ha {i},250 libri.") for i in range(1, 1 + n_kept)]
+    # English-only forms tell the sources' convention
+    return pairs + [("It cost 1,250,000.50 dollars.", "Costava 1.250.000,50 dollari.")] * 3
+
+
+def test_number_format_of_training_pairs() -> None:
+    assert number_format_of(_pairs(30, 5)) == "comma"
+    assert number_format_of(_pairs(5, 30)) == "keep"  # the targets mostly copy
+    assert number_format_of(_pairs(10, 0)) == "keep"  # too few to say
+    assert number_format_of([("No numbers here.", "Niente numeri.")] * 50) == "keep"
+    back = [(t, s) for s, t in _pairs(30, 0)]  # Italian → English
+    assert number_format_of(back) == "point"
+
+
+def test_translator_takes_the_format_from_info_json_and_checks_it(tmp_path: Path) -> None:
+    from tiny_model import tiny_translator
+
+    tr = tiny_translator()
+    assert tr.number_format == "keep"  # a model that never said
+    tr.info["number_format"] = "comma"
+    tr.save_pretrained(tmp_path / "m")
+    assert Translator.from_pretrained(tmp_path / "m").number_format == "comma"
+    info = json.loads((tmp_path / "m" / "info.json").read_text())
+    info["number_format"] = "dots"
+    (tmp_path / "m" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="info.json: number_format must be one of"):
+        Translator.from_pretrained(tmp_path / "m")
+
+
+shipped = pytest.mark.skipif(
+    not (PRETRAINED_DIR / "model.safetensors").is_file(), reason="no shipped model"
+)
+
+
+@shipped
+def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
+    tr = Translator.from_pretrained()
+    assert tr.number_format == "comma"
+    sentence = "The tank can hold 55,000 barrels (2.3 million gallons)."
+    out = tr.translate(sentence)[0]
+    assert "55.000" in out and "2,3" in out, out
+    raw = tr.translate(sentence, fix_numbers=False)[0]
+    runner = CliRunner()
+    for flags, want in (
+        ([], out),
+        (["--number-format", "keep"], None),
+        (["--no-fix-numbers"], raw),
+    ):
+        res = runner.invoke(app, ["translate", *flags, sentence])
+        assert res.exit_code == 0, res.output
+        if want is not None:
+            assert res.output.strip() == want
+        else:  # as the model wrote them: the source's forms wherever it copied them
+            assert "2.3" in res.output and "2,3" not in res.output, res.output
+    res = runner.invoke(app, ["translate", "--number-format", "dots", sentence])
+    assert res.exit_code != 0 and "must be one of model, keep, comma, point" in res.output

@@ -44,6 +44,8 @@ from attenzione.translator import PRETRAINED_DIR, Translator
         ),
         ("Python 3.8 is out.", "Python 3.8 è uscito.", "Python 3.8 è uscito."),
         ("5.4. The network", "5.4. La rete", "5.4. La rete"),
+        ("1.2 File Formats", "1.2 Formati di file", "1.2 Formati di file"),
+        ("2.5 million people live there.", "2.5 milioni di persone.", "2,5 milioni di persone."),
         ("Install httpd-2.0 first.", "Installa prima httpd-2.0.", "Installa prima httpd-2.0."),
         # a version in the sentence: none of its decimals is a quantity, its groups still are
         (

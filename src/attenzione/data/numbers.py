@@ -148,13 +148,15 @@ _STARTERS = _words(
 _WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
 
 
-def _is_label(text: str, start: int) -> bool:
-    """Whether the number at ``start`` names something (a section, a version) rather than
-    counting: it opens the text ("5.4. The network"), hangs on a word ("httpd-2.0"), or
-    follows a label word or a capitalised name ("GNOME 3.8", "Figure 1.1")."""
+def _is_label(text: str, number: re.Match[str]) -> bool:
+    """Whether ``number`` names something (a section, a version) rather than counts: it opens
+    the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a word
+    ("httpd-2.0"), or follows a label word or a capitalised name ("GNOME 3.8", "Figure 1.1")."""
+    start = number.start()
     before = text[:start].rstrip()
     if not before:
-        return True
+        after = text[number.end() :].lstrip()[:1]
+        return after in ("", ".", ")", ":") or after.isupper()
     if start > 1 and text[start - 1] in "-/" and text[start - 2].isalpha():
         return True
     m = _WORD_BEFORE.search(before)
@@ -189,7 +191,7 @@ def localize_numbers(source: str, translation: str, number_format: str) -> str:
     mark = "." if written == "point" else ","
     versions = any(m.group(0).count(mark) > 1 and not grouped.fullmatch(m.group(0)) for m in found)
     decimals = [m for m in found if decimal.fullmatch(m.group(0))]
-    labelled = versions or any(_is_label(source, m.start()) for m in decimals)
+    labelled = versions or any(_is_label(source, m) for m in decimals)
     convert: Counter[str] = Counter()
     for m in found:
         n = m.group(0)

@@ -43,6 +43,7 @@ from attenzione.translator import PRETRAINED_DIR, Translator
             "Richiede GNOME 3.8 o successivo.",
         ),
         ("Python 3.8 is out.", "Python 3.8 è uscito.", "Python 3.8 è uscito."),
+        ("Whistler (1.5 hours away)", "Whistler (1.5 ore)", "Whistler (1,5 ore)"),
         ("5.4. The network", "5.4. La rete", "5.4. La rete"),
         ("1.2 File Formats", "1.2 Formati di file", "1.2 Formati di file"),
         ("2.5 million people live there.", "2.5 milioni di persone.", "2,5 milioni di persone."),

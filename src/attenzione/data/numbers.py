@@ -165,8 +165,8 @@ def _is_label(text: str, number: re.Match[str]) -> bool:
     word = m.group(1)
     if word.lower() in _LABEL_WORDS:
         return True
-    if not word[:1].isupper() or word.isdigit():
-        return False
+    if not word[:1].isupper() or word.isdigit() or text[m.end(1) : start] != " ":
+        return False  # a name is followed by the number itself: "GNOME 3.8", not "Whistler (1.5"
     # a capitalised word is a name ("GNOME 3.8"), unless it only starts the sentence
     return bool(before[: m.start()].strip()) or word.lower() not in _STARTERS
 

@@ -44,6 +44,8 @@ from attenzione.translator import PRETRAINED_DIR, Translator
         ),
         ("Python 3.8 is out.", "Python 3.8 è uscito.", "Python 3.8 è uscito."),
         ("Whistler (1.5 hours away)", "Whistler (1.5 ore)", "Whistler (1,5 ore)"),
+        ("It needs GTK+ 3.22 or CUPS < 1.6.", "GTK+ 3.22 o CUPS < 1.6.", "GTK+ 3.22 o CUPS < 1.6."),
+        ("It speaks the 1.1 version.", "Parla la versione 1.1.", "Parla la versione 1.1."),
         ("5.4. The network", "5.4. La rete", "5.4. La rete"),
         ("1.2 File Formats", "1.2 Formati di file", "1.2 Formati di file"),
         ("2.5 million people live there.", "2.5 milioni di persone.", "2,5 milioni di persone."),

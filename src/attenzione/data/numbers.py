@@ -145,7 +145,10 @@ _STARTERS = _words(
     "its their our my your we they he she it i you another roughly less more approximately up "
     "down still between below above exactly"
 )
+_LABEL_AFTER = _words("version versions release releases series branch")
 _WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
+_WORD_AFTER = re.compile(r"\s+(\w+)")
+_NAME_GAP = re.compile(r"[+#]* ?(?:[<>]=? ?)?")
 
 
 def _is_label(text: str, number: re.Match[str]) -> bool:
@@ -153,6 +156,9 @@ def _is_label(text: str, number: re.Match[str]) -> bool:
     the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a word
     ("httpd-2.0"), or follows a label word or a capitalised name ("GNOME 3.8", "Figure 1.1")."""
     start = number.start()
+    following = _WORD_AFTER.match(text, number.end())
+    if following and following.group(1).lower() in _LABEL_AFTER:  # "1.1 version"
+        return True
     before = text[:start].rstrip()
     if not before:
         after = text[number.end() :].lstrip()[:1]
@@ -165,8 +171,10 @@ def _is_label(text: str, number: re.Match[str]) -> bool:
     word = m.group(1)
     if word.lower() in _LABEL_WORDS:
         return True
-    if not word[:1].isupper() or word.isdigit() or text[m.end(1) : start] != " ":
-        return False  # a name is followed by the number itself: "GNOME 3.8", not "Whistler (1.5"
+    # a name is followed by the number itself ("GNOME 3.8", "GTK+ 3.22", "CUPS < 1.6"), not
+    # by a bracket ("Whistler (1.5 hour drive")
+    if not word[:1].isupper() or word.isdigit() or not _NAME_GAP.fullmatch(text[m.end(1) : start]):
+        return False
     # a capitalised word is a name ("GNOME 3.8"), unless it only starts the sentence
     return bool(before[: m.start()].strip()) or word.lower() not in _STARTERS
 

@@ -75,3 +75,33 @@ def test_padding_is_left_out(small_blocks: None) -> None:
     assert smoothed.item() == pytest.approx(want.item(), rel=1e-6)
     assert nll.item() == pytest.approx(want_nll.item(), rel=1e-6)
     assert not nll.requires_grad
+
+
+def test_no_tokens_no_grad_and_strided_logits(small_blocks: None) -> None:
+    # a batch without target tokens: zero loss, an empty gradient
+    z = torch.zeros(0, 11, requires_grad=True)
+    loss, nll = SmoothedCrossEntropy.apply(z, torch.zeros(0, dtype=torch.long), 0.1)
+    loss.backward()
+    assert (
+        loss.item() == 0.0 and nll.item() == 0.0 and z.grad is not None and z.grad.shape == (0, 11)
+    )
+    # dev evaluation runs under no_grad; a column slice is not contiguous
+    torch.manual_seed(4)
+    wide = torch.randn(8, 22)
+    y = torch.randint(0, 11, (8,))
+    with torch.no_grad():
+        got, got_nll = SmoothedCrossEntropy.apply(wide[:, ::2], y, 0.1)
+    want, want_nll = reference_loss(wide[:, ::2].contiguous(), y, smoothing=0.1)
+    assert not got.requires_grad
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)
+    assert got_nll.item() == pytest.approx(want_nll.item(), rel=1e-6)
+
+
+def test_no_smoothing_is_the_plain_nll_even_with_a_banned_token(small_blocks: None) -> None:
+    z = torch.randn(4, 11)
+    z[:, 3] = float("-inf")  # a token no position may take
+    y = torch.tensor([0, 1, 2, 4])
+    loss, nll = SmoothedCrossEntropy.apply(z.requires_grad_(), y, 0.0)
+    assert torch.isfinite(loss) and loss.item() == pytest.approx(nll.item())
+    loss.backward()
+    assert z.grad is not None and torch.isfinite(z.grad).all()

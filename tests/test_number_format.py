@@ -42,7 +42,32 @@ from attenzione.translator import PRETRAINED_DIR, Translator
             "Richiede GNOME 3.8 o successivo.",
             "Richiede GNOME 3.8 o successivo.",
         ),
-        ("Python 3.8 is out.", "Python 3.8 è uscito.", "Python 3.8 è uscito."),
+        ("It needs Python 3.8 or later.", "Serve Python 3.8.", "Serve Python 3.8."),
+        # … but a sentence's first word is a name only when no ordinary word could be there
+        ("Add 1.5 cups of flour.", "Aggiungi 1.5 tazze.", "Aggiungi 1,5 tazze."),
+        ("GNOME 3.8 needs 2.5 GB.", "GNOME 3.8 richiede 2.5 GB.", "GNOME 3.8 richiede 2,5 GB."),
+        # months, currencies and lowercase label words are no labels
+        ("In March 2.5 million voted.", "A marzo 2.5 milioni.", "A marzo 2,5 milioni."),
+        ("It costs EUR 2.5 million.", "Costa EUR 2.5 milioni.", "Costa EUR 2,5 milioni."),
+        ("The table is 1.5 m long.", "Il tavolo è 1.5 m.", "Il tavolo è 1,5 m."),
+        ("Table 1.5 shows it.", "La tabella 1.5 lo mostra.", "La tabella 1.5 lo mostra."),
+        # a label is decided number by number; numbers listed after one are labels too
+        (
+            "It costs 2.5 dollars, see Figure 1.1.",
+            "Costa 2.5 dollari, vedi Figura 1.1.",
+            "Costa 2,5 dollari, vedi Figura 1.1.",
+        ),
+        ("It supports Lua 5.2 and 5.1.", "Supporta Lua 5.2 e 5.1.", "Supporta Lua 5.2 e 5.1."),
+        # ranges part by part; a British time stays as Italian writes it too
+        ("It weighs 1.5-2.5 kg.", "Pesa 1.5-2.5 kg.", "Pesa 1,5-2,5 kg."),
+        ("Between 1,000-2,000 came.", "Tra 1,000-2,000.", "Tra 1.000-2.000."),
+        (
+            "The meeting is at 2.30 pm.",
+            "La riunione è alle 2.30 pm.",
+            "La riunione è alle 2.30 pm.",
+        ),
+        # "5.000": five thousand to a European writer of English, five to others: left alone
+        ("We have 5.000 employees.", "Abbiamo 5.000 dipendenti.", "Abbiamo 5.000 dipendenti."),
         ("Whistler (1.5 hours away)", "Whistler (1.5 ore)", "Whistler (1,5 ore)"),
         ("It needs GTK+ 3.22 or CUPS < 1.6.", "GTK+ 3.22 o CUPS < 1.6.", "GTK+ 3.22 o CUPS < 1.6."),
         ("It speaks the 1.1 version.", "Parla la versione 1.1.", "Parla la versione 1.1."),
@@ -92,6 +117,15 @@ def test_point_format_is_the_way_back_and_keep_changes_nothing() -> None:
         localize_numbers(source, translation, "dot")
 
 
+def test_the_repair_then_the_format_never_make_a_number_wrong() -> None:
+    from attenzione.data.numbers import repair_numbers
+
+    source = "We have 5.000 employees and 2.5 offices."
+    # the model wrote 5000 and 2,5: the repair puts back the source's 5.000, which stays
+    repaired = repair_numbers(source, "Abbiamo 5000 dipendenti e 2,5 uffici.")
+    assert localize_numbers(source, repaired, "comma") == "Abbiamo 5.000 dipendenti e 2,5 uffici."
+
+
 def test_localised_numbers_still_count_as_copied() -> None:
     sources = ["It holds 55,000 barrels (2.3 million gallons)."]
     out = [localize_numbers(sources[0], "Contiene 55,000 barili (2.3 milioni).", "comma")]
@@ -106,7 +140,10 @@ def _pairs(n_swapped: int, n_kept: int) -> list[tuple[str, str]]:
     ]
     pairs += [(f"Tom has {i},250 books.", f"Tom ha {i},250 libri.") for i in range(1, 1 + n_kept)]
     # English-only forms tell the sources' convention
-    return pairs + [("It cost 1,250,000.50 dollars.", "Costava 1.250.000,50 dollari.")] * 3
+    return pairs + [
+        (f"It cost {i},250,000.50 dollars.", f"Costava {i}.250.000,50 dollari.")
+        for i in range(1, 6)
+    ]
 
 
 def test_number_format_of_training_pairs() -> None:
@@ -160,3 +197,39 @@ def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
             assert "2.3" in res.output and "2,3" not in res.output, res.output
     res = runner.invoke(app, ["translate", "--number-format", "dots", sentence])
     assert res.exit_code != 0 and "must be one of model, keep, comma, point" in res.output
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
+def test_cli_refuses_a_bad_format_and_a_format_without_the_fixing(
+    command: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "pairs.tsv"
+    data.write_text("It holds 55,000 barrels.\tContiene 55.000 barili.\n", encoding="utf-8")
+    args = {
+        "translate": ["translate", "Hi."],
+        "evaluate": ["evaluate", "--data", str(data)],
+        "serve": ["serve", "--port", "1"],
+    }[command]
+    runner = CliRunner()
+    res = runner.invoke(app, [*args, "--number-format", "dots"])
+    assert res.exit_code == 2 and "--number-format must be one of model, keep, comma, point" in (
+        res.output
+    )
+    if command != "serve":  # the service has no --no-fix-numbers
+        res = runner.invoke(app, [*args, "--no-fix-numbers", "--number-format", "comma"])
+        assert res.exit_code == 2
+        assert "--number-format applies to the fixed numbers" in res.output
+
+
+def test_training_data_preparation_records_the_targets_format(tmp_path: Path) -> None:
+    from attenzione.training.data_prep import prepare
+    from attenzione.training.presets import get_preset
+    from toy_corpus import toy_pairs, toy_train_config
+
+    corpus = tmp_path / "numbers.tsv"
+    pairs = toy_pairs() + _pairs(30, 2)
+    corpus.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    cfg = toy_train_config(corpus, tmp_path / "run", vocab_size=80)
+    data = prepare(cfg, get_preset(cfg.preset), tmp_path / "run", write=True)
+    assert data.number_format == "comma"
+    assert any("comma-style" in note for note in data.notes)

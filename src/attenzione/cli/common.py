@@ -123,6 +123,13 @@ def number_format_option() -> Any:
     )
 
 
+def check_number_flags(number_format: str, fix_numbers: bool) -> None:
+    """The format is part of the numbers' fixing: asking for one with ``--no-fix-numbers``
+    is an error (before the model is loaded)."""
+    if number_format != "model" and not fix_numbers:
+        fail("--number-format applies to the fixed numbers: drop it or --no-fix-numbers")
+
+
 def set_number_format(translator: Any, number_format: str) -> None:
     """Apply ``--number-format`` to a loaded translator (``model``: leave its own)."""
     if number_format != "model":

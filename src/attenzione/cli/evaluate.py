@@ -10,6 +10,7 @@ import typer
 
 from attenzione.cli.common import (
     at_least,
+    check_number_flags,
     check_writable,
     number_coverage_option,
     number_format_option,
@@ -61,6 +62,7 @@ def evaluate(
         from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
         from attenzione.translator import Translator
 
+        check_number_flags(number_format, fix_numbers)
         pairs = load_corpus(data)[:limit]
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it

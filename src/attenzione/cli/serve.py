@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from attenzione.cli.common import fail, user_errors
+from attenzione.cli.common import fail, number_format_option, set_number_format, user_errors
 
 
 def _limit(name: str, value: int) -> int:
@@ -53,6 +53,7 @@ def serve(
     target_lang: str | None = typer.Option(
         None, help="The model's target language (default: its info.json, else it)."
     ),
+    number_format: str = number_format_option(),
     log_level: str = typer.Option("info", help="uvicorn's log level."),
 ) -> None:
     """Serve the model over HTTP: LibreTranslate's API, scores and attention, and a live page."""
@@ -76,6 +77,7 @@ def serve(
         if threads:
             torch.set_num_threads(threads)  # once, before any inference
         translator = Translator.from_pretrained(model, precision=precision)
+        set_number_format(translator, number_format)
         languages = Languages(
             source_lang or str(translator.info.get("source_language", "en")),
             target_lang or str(translator.info.get("target_language", "it")),

@@ -19,6 +19,7 @@ import typer
 from attenzione.cli.common import (
     at_least,
     check_argument_text,
+    check_number_flags,
     check_writable,
     fail,
     given,
@@ -87,6 +88,7 @@ def translate(
             if ignored:
                 verb = "applies" if len(ignored) == 1 else "apply"
                 fail(f"{', '.join(ignored)} only {verb} with --sample")
+        check_number_flags(number_format, fix_numbers)
         lines = _read_input(text, input)
         if output is not None:
             check_writable(output, "--output")

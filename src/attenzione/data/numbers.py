@@ -124,6 +124,13 @@ _ONLY = {
     "comma": re.compile(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"),
 }
 _OTHER = {"point": "comma", "comma": "point"}
+# one decimal point and three decimals: a thousands group to many writers ("5.000")
+_AMBIGUOUS = {
+    "point": re.compile(r"[1-9]\d{0,2}\.\d{3}"),
+    "comma": re.compile(r"[1-9]\d{0,2},\d{3}"),
+}
+# a version: two decimal points or more ("4.6.2")
+_VERSION = {"point": re.compile(r"\d+(?:\.\d+){2,}"), "comma": re.compile(r"\d+(?:,\d+){2,}")}
 _SEPARATED = re.compile(r"\d[.,]\d")
 
 
@@ -131,33 +138,50 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# A decimal-looking number after one of these is a label, not a quantity ("Figure 1.1",
-# "version 2.3", "kernel 5.10"): it keeps its dot.
+# Words before a decimal-looking number that make it a label, not a quantity: always
+# ("Figure 1.1", "version 2.3", "kernel 5.10"), or only capitalised, because lowercase they
+# are ordinary words ("Table 1.5" but "the table 1.5 metres long", "Release 2.3" but
+# "factories release 2.5 million tonnes")
 _LABEL_WORDS = _words(
-    "figure fig section sec chapter table version versions release step appendix article art "
-    "paragraph equation eq item part volume vol no number rule page pages v kernel"
+    "figure fig section sec chapter appendix equation eq version versions v kernel"
 )
-# words that start a sentence before a quantity ("About 2.3 million", "The 1.5 kg"): the
-# first word is capitalised anyway, so only these are not taken for names
-_STARTERS = _words(
-    "the a an about around almost nearly over under only just some all by for with from to at "
-    "in on of and but or if when since after before each every this that these those his her "
-    "its their our my your we they he she it i you another roughly less more approximately up "
-    "down still between below above exactly"
+_CAPITAL_LABELS = _words(
+    "table release part no number vol volume item step page paragraph article art"
 )
-_LABEL_AFTER = _words("version versions release releases series branch")
+# after the number: "the 1.1 version", or a time ("at 2.30 pm", which Italian writes 2.30 too)
+_LABEL_AFTER = re.compile(
+    r"\s+(?:versions?|releases?|series|branch)\b|\s*[ap]\.?m\b", re.IGNORECASE
+)
+# capitalised words that are no names: months and currencies ("in March 2.5 million",
+# "EUR 2.5 million")
+_NOT_NAMES = _words(
+    "january february march april may june july august september october november december "
+    "eur usd gbp us chf jpy cad aud cny inr"
+)
 _WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
-_WORD_AFTER = re.compile(r"\s+(\w+)")
 _NAME_GAP = re.compile(r"[+#]* ?(?:[<>]=? ?)?")
+# between two numbers of one list: "Lua 5.2 and 5.1", "from 4.8 to 4.9", "0.91, 0.92"
+_LIST_GAP = re.compile(r"\s*(?:,|/|and|or|to|-|–)\s*")
+
+
+def _is_name(word: str, first: bool) -> bool:
+    """A capitalised word taken for a name (of a program, a standard…): mid-sentence any
+    capitalised word but a month or a currency; the first word of a sentence only when it
+    could not be an ordinary word (all capitals or CamelCase: "GNOME", "MacOS", not "Add")."""
+    if not word[:1].isupper() or word.isdigit() or word.lower() in _NOT_NAMES:
+        return False
+    if not first:
+        return True
+    return (len(word) > 1 and word.isupper()) or any(c.isupper() for c in word[1:])
 
 
 def _is_label(text: str, number: re.Match[str]) -> bool:
-    """Whether ``number`` names something (a section, a version) rather than counts: it opens
-    the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a word
-    ("httpd-2.0"), or follows a label word or a capitalised name ("GNOME 3.8", "Figure 1.1")."""
+    """Whether ``number`` names something (a section, a version, a time) rather than counts:
+    it opens the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a
+    word ("httpd-2.0"), follows a label word or a name ("Figure 1.1", "GNOME 3.8", "GTK+ 3.22",
+    "CUPS < 1.6"), or is followed by one ("the 1.1 version", "2.30 pm")."""
     start = number.start()
-    following = _WORD_AFTER.match(text, number.end())
-    if following and following.group(1).lower() in _LABEL_AFTER:  # "1.1 version"
+    if _LABEL_AFTER.match(text, number.end()):
         return True
     before = text[:start].rstrip()
     if not before:
@@ -169,51 +193,63 @@ def _is_label(text: str, number: re.Match[str]) -> bool:
     if m is None:
         return False
     word = m.group(1)
-    if word.lower() in _LABEL_WORDS:
+    if word.lower() in _LABEL_WORDS or (word[:1].isupper() and word.lower() in _CAPITAL_LABELS):
         return True
-    # a name is followed by the number itself ("GNOME 3.8", "GTK+ 3.22", "CUPS < 1.6"), not
-    # by a bracket ("Whistler (1.5 hour drive")
-    if not word[:1].isupper() or word.isdigit() or not _NAME_GAP.fullmatch(text[m.end(1) : start]):
+    # a name is followed by the number itself, not by a bracket ("Whistler (1.5 hour drive")
+    if not _NAME_GAP.fullmatch(text[m.end(1) : start]):
         return False
-    # a capitalised word is a name ("GNOME 3.8"), unless it only starts the sentence
-    return bool(before[: m.start()].strip()) or word.lower() not in _STARTERS
+    return _is_name(word, first=not before[: m.start()].strip())
+
+
+def _in_format(number: str, written: str, label: bool) -> str:
+    """``number`` (written in the ``written`` convention) in the other one, part by part for a
+    range ("1.5-2.5"); unchanged when it is a label or could be either convention's."""
+    parts = number.split("-")
+    grouped, decimal = _GROUPED[written], _DECIMAL[written]
+    ambiguous = _AMBIGUOUS[written]  # "5.000": five thousand to some, five to others
+    out = []
+    for part in parts:
+        counts = not label and not ambiguous.fullmatch(part)
+        if grouped.fullmatch(part) or (counts and decimal.fullmatch(part)):
+            out.append(swap_separators(part))
+        elif part.isdigit():
+            out.append(part)
+        else:  # a version, a date, a time: the whole number stays as written
+            return number
+    return "-".join(out)
 
 
 def localize_numbers(source: str, translation: str, number_format: str) -> str:
     """``translation`` with the source's numbers that it copied as written rewritten in the
     target's ``number_format`` (see :data:`NUMBER_FORMATS`).
 
-    Only a number that is in the source as a quantity in the other convention changes: thousands
-    groups always ("55,000" → "55.000"), decimals unless they are labels (see
-    :func:`_is_label`) or the source has a number with two or more separators of that kind
-    ("4.6.2", a version) — then none of its decimals is touched. The digits never change, so
-    number fidelity (:func:`take`) counts the result as the source's number.
+    Each number of the source that is a quantity in the other convention is rewritten where
+    the translation has it as written: thousands groups always ("55,000" → "55.000"),
+    decimals unless they are labels (:func:`_is_label`; a number listed after a label is one
+    too: "Lua 5.2 and 5.1") or could be either convention's ("5.000"), each part of a range
+    ("1.5-2.5" → "1,5-2,5"). Versions ("4.6.2"), dates and times stay. The digits never
+    change, so number fidelity (:func:`take`) counts the result as the source's number.
     """
     if number_format == "keep":
         return translation
     if number_format not in NUMBER_FORMATS:
         raise ValueError(f"number format must be one of {', '.join(NUMBER_FORMATS)}")
     written = _OTHER[number_format]  # the convention of the numbers to rewrite
-    grouped, decimal = _GROUPED[written], _DECIMAL[written]
-    found = list(NUMBER.finditer(source))
-    mark = "." if written == "point" else ","
-    versions = any(m.group(0).count(mark) > 1 and not grouped.fullmatch(m.group(0)) for m in found)
-    decimals = [m for m in found if decimal.fullmatch(m.group(0))]
-    labelled = versions or any(_is_label(source, m) for m in decimals)
-    convert: Counter[str] = Counter()
-    for m in found:
+    plans: dict[str, list[str]] = {}  # each source number's new forms, in source order
+    label_end = -1  # where the last label ended, for the numbers listed after it
+    for m in NUMBER.finditer(source):
         n = m.group(0)
-        if grouped.fullmatch(n) or (not labelled and decimal.fullmatch(n)):
-            convert[n] += 1
-    if not convert:
+        listed = label_end >= 0 and _LIST_GAP.fullmatch(source[label_end : m.start()])
+        label = bool(listed) or _is_label(source, m)
+        if label or _VERSION[written].fullmatch(n):
+            label_end = m.end()
+        plans.setdefault(n, []).append(_in_format(n, written, label))
+    if all(new == n for n, forms in plans.items() for new in forms):
         return translation
 
     def rewrite(m: re.Match[str]) -> str:
-        n = m.group(0)
-        if convert[n] > 0:
-            convert[n] -= 1
-            return swap_separators(n)
-        return n
+        forms = plans.get(m.group(0))
+        return forms.pop(0) if forms else m.group(0)
 
     return NUMBER.sub(rewrite, translation)
 

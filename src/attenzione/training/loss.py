@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 # Rows per block: about a million logits, 4 MB in float32, so a block's passes hit the cache.
 _BLOCK_ELEMENTS = 1 << 20
@@ -66,7 +67,8 @@ class SmoothedCrossEntropy(torch.autograd.Function):
             spread[rows] = -lprobs.mean(dim=-1)
             # log p(y) = z_y − lse, so the block's lse comes back without another pass
             lse[rows] = logits[rows].gather(1, y).squeeze(1).to(work) + nll[rows]
-        smoothed = (1.0 - smoothing) * nll + smoothing * spread
+        # ε = 0 is the plain NLL (also where a -inf logit makes the spread infinite)
+        smoothed = nll if smoothing == 0 else (1.0 - smoothing) * nll + smoothing * spread
         ctx.save_for_backward(logits, target, lse)
         ctx.smoothing = smoothing
         nll_sum = nll.sum()
@@ -74,6 +76,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         return smoothed.sum(), nll_sum
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: Any, grad_smoothed: Tensor, _grad_nll: Tensor) -> tuple[Tensor, None, None]:
         logits, target, lse = ctx.saved_tensors
         eps = ctx.smoothing
@@ -98,6 +101,8 @@ def reference_loss(logits: Tensor, target: Tensor, *, smoothing: float) -> tuple
     lprobs = torch.log_softmax(logits.to(_work_dtype(logits)), dim=-1)
     nll = -lprobs.gather(1, target[:, None]).squeeze(1)
     nll_sum = nll.sum()
+    if smoothing == 0:
+        return nll_sum, nll_sum.detach()
     smoothed = (1.0 - smoothing) * nll_sum - smoothing * lprobs.mean(dim=-1).sum()
     return smoothed, nll_sum.detach()
 

@@ -104,7 +104,7 @@ def number_coverage_option() -> Any:
 
 
 def number_format_option() -> Any:
-    """``--number-format``, as ``translate`` and ``evaluate`` take it."""
+    """``--number-format``, as ``translate``, ``evaluate`` and ``serve`` take it."""
     from attenzione.data.numbers import NUMBER_FORMATS
 
     choices = ("model", *NUMBER_FORMATS)

@@ -26,6 +26,7 @@ themselves. :func:`reference_loss` is the straightforward version, kept for the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -41,8 +42,11 @@ def _work_dtype(logits: Tensor) -> torch.dtype:
     return torch.promote_types(logits.dtype, torch.float32)
 
 
-def _blocks(n: int, v: int) -> range:
-    return range(0, n, max(1, _BLOCK_ELEMENTS // max(v, 1)))
+def _blocks(n: int, v: int) -> Iterator[slice]:
+    """The row slices of (n, v) logits, each about ``_BLOCK_ELEMENTS`` numbers."""
+    step = max(1, _BLOCK_ELEMENTS // max(v, 1))
+    for start in range(0, n, step):
+        yield slice(start, start + step)
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -58,9 +62,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         nll = torch.empty(n, dtype=work, device=logits.device)  # −log p(y)
         spread = torch.empty(n, dtype=work, device=logits.device)  # mean_v(−log p(v))
         lse = torch.empty(n, dtype=work, device=logits.device)
-        step = _blocks(n, v).step
-        for start in _blocks(n, v):
-            rows = slice(start, start + step)
+        for rows in _blocks(n, v):
             lprobs = torch.log_softmax(logits[rows], dim=-1, dtype=work)  # (b,V), one pass
             y = target[rows, None]
             nll[rows] = -lprobs.gather(1, y).squeeze(1)
@@ -82,11 +84,9 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         eps = ctx.smoothing
         n, v = logits.shape
         grad = torch.empty_like(logits)
-        step = _blocks(n, v).step
         work = _work_dtype(logits)
         g = grad_smoothed.to(work)
-        for start in _blocks(n, v):
-            rows = slice(start, start + step)
+        for rows in _blocks(n, v):
             p = logits[rows].to(work, copy=True).sub_(lse[rows, None]).exp_()  # softmax, (b,V)
             p.sub_(eps / v)
             p.scatter_add_(

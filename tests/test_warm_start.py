@@ -230,9 +230,16 @@ def test_a_grown_model_computes_exactly_what_the_old_one_did(norm: str) -> None:
             if isinstance(module, nn.LayerNorm):
                 module.weight.uniform_(0.5, 1.5)
                 module.bias.uniform_(-0.5, 0.5)
-    new = Transformer(dataclasses.replace(cfg, n_enc_layers=5, n_dec_layers=3))
+    new = Transformer(dataclasses.replace(cfg, n_enc_layers=5, n_dec_layers=3, d_ff=96))
     said = copy_body(new, old)
     assert "encoder grown from 2 to 5 layers" in said and "decoder grown from 2 to 3" in said
+    assert "feed-forward widened from 64 to 96" in said
+    # an old layer's hidden units keep their weights; the new ones read at random, write zero
+    kept, grown = old.encoder_layers[1].ffn, new.encoder_layers[2].ffn
+    assert torch.equal(grown.linear1.weight[:64], kept.linear1.weight)
+    assert torch.equal(grown.linear2.weight[:, :64], kept.linear2.weight)
+    assert grown.linear1.weight[64:].abs().sum() > 0
+    assert grown.linear2.weight[:, 64:].abs().sum() == 0
     with torch.no_grad():  # the tables are the vocabulary's business (tested above)
         new.src_embed.weight.copy_(old.src_embed.weight)
         new.tgt_embed.weight.copy_(old.tgt_embed.weight)
@@ -253,6 +260,32 @@ def test_a_grown_model_computes_exactly_what_the_old_one_did(norm: str) -> None:
         assert zeroed.grad is not None and zeroed.grad.abs().sum() > 0
     for fed in (layer.self_attn.qkv_proj.weight, layer.ffn.linear1.weight):
         assert fed.grad is not None and fed.grad.abs().sum() == 0
+    # so do an old layer's new hidden units: their zero output weights move first
+    widened = new.encoder_layers[0].ffn
+    assert widened.linear2.weight.grad is not None
+    assert widened.linear2.weight.grad[:, 64:].abs().sum() > 0
+    assert widened.linear1.weight.grad is not None
+    assert widened.linear1.weight.grad[64:].abs().sum() == 0
+    assert widened.linear1.weight.grad[:64].abs().sum() > 0
+
+
+def test_a_wider_feed_forward_alone_computes_what_the_old_one_did() -> None:
+    torch.manual_seed(1)
+    cfg = ModelConfig(
+        src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=2, d_head=16, d_ff=48,
+        n_enc_layers=2, n_dec_layers=1, max_len=64,
+    )  # fmt: skip
+    old = Transformer(cfg).eval()
+    new = Transformer(dataclasses.replace(cfg, d_ff=128)).eval()
+    copy_body(new, old)
+    with torch.no_grad():
+        for table in ("src_embed", "tgt_embed", "generator"):
+            getattr(new, table).weight.copy_(getattr(old, table).weight)
+        src, tgt = torch.randint(4, 30, (2, 8)), torch.randint(4, 30, (2, 5))
+        torch.testing.assert_close(new(src, tgt).logits, old(src, tgt).logits)
+    # a narrower one cannot take the old weights
+    with pytest.raises(ValueError, match=r"cannot copy a \(48, 32\) weight into \(16, 32\)"):
+        copy_body(Transformer(dataclasses.replace(cfg, d_ff=16)), old)
 
 
 def test_train_can_grow_the_model_it_starts_from(
@@ -263,29 +296,42 @@ def test_train_can_grow_the_model_it_starts_from(
     args += ["--vocab-size", "40", "--dev-size", "8", "--test-size", "8", "--seed", "3"]
     args += ["--max-tokens", "400", "--threads", "1", "--no-progress"]
     grown = args + ["--init-from", str(teacher), "--enc-layers", "3", "--dec-layers", "2"]
+    grown += ["--d-ff", "96"]
     # before any step the grown model scores the dev set as the teacher does
-    start = Trainer(_cfg(corpus, tmp_path / "g0", init_from=str(teacher), enc_layers=3), **QUIET)
+    start = Trainer(
+        _cfg(corpus, tmp_path / "g0", init_from=str(teacher), enc_layers=3, d_ff=96), **QUIET
+    )
     same = Trainer(_cfg(corpus, tmp_path / "s0", init_from=str(teacher)), **QUIET)
-    assert len(start.model.encoder_layers) == 3
+    assert len(start.model.encoder_layers) == 3 and start.model.config.d_ff == 96
     assert _loss(start) == pytest.approx(_loss(same), abs=1e-4)
     res = CliRunner().invoke(app, [*grown, "--max-steps", "5"])
     assert res.exit_code == 0, res.output
     init = json.loads((out / "init.json").read_text())
     assert "encoder grown from 1 to 3 layers" in init["carried_over"]
     assert "decoder grown from 1 to 2 layers" in init["carried_over"]
+    assert "feed-forward widened from 64 to 96" in init["carried_over"]
     # --resume rebuilds the grown shape without being told it again
     res = CliRunner().invoke(app, [*args, "--resume", "--max-steps", "8"])
     assert res.exit_code == 0, res.output
     config = model_dir.read_config(out / "last")
-    assert (config.n_enc_layers, config.n_dec_layers) == (3, 2)
+    assert (config.n_enc_layers, config.n_dec_layers, config.d_ff) == (3, 2, 96)
     info = json.loads((out / "last" / "info.json").read_text())
     assert info["step"] == 8 and info["preset"] == "tiny" and info["layers"] == "3+2"
     # layers can be added, not dropped: a one-line error before any data work
     shrink = [*args[:4], str(tmp_path / "shrunk"), *args[5:], "--init-from", str(out / "last")]
+    shrink += ["--d-ff", "96"]
     res = CliRunner().invoke(app, [*shrink, "--enc-layers", "2", "--dec-layers", "2"])
     assert res.exit_code == 2, res.output
     last_line = res.output.strip().splitlines()[-1]
     assert "can add layers, not drop them: give --enc-layers 3 or more" in last_line
+    assert not (tmp_path / "shrunk" / "data").exists()
+    # nor a narrower feed-forward
+    res = CliRunner().invoke(
+        app, [*shrink, "--enc-layers", "3", "--dec-layers", "2", "--d-ff", "8"]
+    )
+    assert res.exit_code == 2, res.output
+    last_line = res.output.strip().splitlines()[-1]
+    assert "can widen the feed-forward, not narrow it: give --d-ff 96 or more" in last_line
     assert not (tmp_path / "shrunk" / "data").exists()
 
 
@@ -295,6 +341,10 @@ def test_a_model_grows_only_when_the_run_asks(teacher: Path) -> None:
     with pytest.raises(ValueError, match=r"n_enc_layers 1 \(this run: 3\)"):
         check_init_dir(teacher, deeper)  # a preset that merely has more layers
     assert check_init_dir(teacher, deeper, grow={"n_enc_layers"}) == teacher
+    wider = {**shape, "d_ff": shape["d_ff"] * 2}
+    with pytest.raises(ValueError, match=r"d_ff 64 \(this run: 128\)"):
+        check_init_dir(teacher, wider)  # a preset that merely has a wider feed-forward
+    assert check_init_dir(teacher, wider, grow={"d_ff"}) == teacher
     # a width not known yet (a GloVe preset's, read from the file later) is not compared
     assert check_init_dir(teacher, {**shape, "d_model": None}) == teacher
     with pytest.raises(ValueError, match=r"d_model 32 \(this run: 50\)"):

@@ -272,6 +272,9 @@ class TrainConfig(_JsonMixin):
     # shallower model grows: training.warm_start adds the layers as exact identities)
     enc_layers: int | None = None
     dec_layers: int | None = None
+    # the feed-forward width, None: the preset's (with ``init_from`` a narrower model widens:
+    # the new hidden units start with zero output weights, so the run starts exactly where it was)
+    d_ff: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
@@ -302,7 +305,7 @@ class TrainConfig(_JsonMixin):
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.patience >= 0, f"patience must be >= 0 (0 = off), got {self.patience}")
         _check(self.vocab_size >= 16, f"vocab_size must be >= 16, got {self.vocab_size}")
-        for name in ("enc_layers", "dec_layers"):
+        for name in ("enc_layers", "dec_layers", "d_ff"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")
         _check(

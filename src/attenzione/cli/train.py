@@ -104,6 +104,14 @@ def train(
         help="Decoder layers (default: the preset's; grows as --enc-layers does).",
         callback=at_least(1),
     ),
+    d_ff: int | None = typer.Option(
+        None,
+        "--d-ff",
+        help="Feed-forward width (default: the preset's). With --init-from a model that has a "
+        "narrower one, the new units start with zero output weights: the run starts from its "
+        "translations.",
+        callback=at_least(1),
+    ),
     epochs: int | None = typer.Option(
         None, help="Stop after this many epochs in total.", callback=at_least(1)
     ),

@@ -46,16 +46,16 @@ def dist_info() -> tuple[int, int]:
     return 0, 1
 
 
-def own_layers(cfg: TrainConfig) -> dict[str, int]:
-    """The layer counts the run sets itself (``--enc-layers``/``--dec-layers``), by their
+def own_shape(cfg: TrainConfig) -> dict[str, int]:
+    """The sizes the run sets itself (``--enc-layers``/``--dec-layers``/``--d-ff``), by their
     ModelConfig names; a warm start may grow the model to these."""
-    counts = {"n_enc_layers": cfg.enc_layers, "n_dec_layers": cfg.dec_layers}
-    return {name: count for name, count in counts.items() if count is not None}
+    sizes = {"n_enc_layers": cfg.enc_layers, "n_dec_layers": cfg.dec_layers, "d_ff": cfg.d_ff}
+    return {name: size for name, size in sizes.items() if size is not None}
 
 
 def model_shape(cfg: TrainConfig, preset: Preset) -> dict[str, Any]:
-    """The preset's ModelConfig fields with the run's own layer counts, when it sets them."""
-    return {**preset.model, **own_layers(cfg)}
+    """The preset's ModelConfig fields with the run's own sizes, when it sets them."""
+    return {**preset.model, **own_shape(cfg)}
 
 
 def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:

@@ -50,7 +50,7 @@ from attenzione.training.setup import (
     dist_info,
     graceful_signals,
     model_shape,
-    own_layers,
+    own_shape,
     resumed_config,
 )
 from attenzione.training.step import (
@@ -96,7 +96,7 @@ class Trainer:
             torch.set_num_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
         warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
-        self.grow = set(own_layers(cfg))  # a warm start may grow the model to these
+        self.grow = set(own_shape(cfg))  # a warm start may grow the model to these
         if warm:  # a wrong path or shape fails now, not after the data work
             shape = model_shape(cfg, self.preset)
             if self.preset.tokenizer == "glove-word":

@@ -33,9 +33,17 @@ so the grown model translates as the old one did (exactly with pre-norm, up to L
 
 The rest of a new layer (its Q/K/V and first FFN weights) keeps the new model's random
 initialisation: gradients reach the zeroed projections first, and through them the rest.
-A run grows only what it asks for (``--enc-layers``/``--dec-layers``): a preset that merely
-has more layers is still refused. Fewer layers than the old model has is refused (which to
-drop is not the warm start's to guess).
+
+The feed-forward sub-layers may also be *wider* (``--d-ff`` above the old model's): every
+old hidden unit keeps its weights, and a new one gets the new model's random input weights
+(a row of ``linear1``) and a zero output weight (a column of ``linear2``). Whatever it
+computes is multiplied by zero, so the wider model translates exactly as the old one did,
+and the zero columns are the first to get a gradient.
+
+A run grows only what it asks for (``--enc-layers``/``--dec-layers``/``--d-ff``): a preset
+that merely has more layers or a wider feed-forward is still refused. Fewer layers or a
+narrower feed-forward than the old model's is refused (which to drop is not the warm
+start's to guess).
 The optimizer, the learning-rate schedule and the step count start afresh (give the run a
 short warm-up). The shapes of the body must agree; a mismatch is a one-line error naming the
 setting, given before any data is prepared. What the run started from (the model, its
@@ -152,8 +160,9 @@ def _find(init_dir: str | Path) -> Path:
     return found
 
 
-# BODY_FIELDS a warm start may increase (layers are added as identities)
-GROWABLE = {"n_enc_layers": "--enc-layers", "n_dec_layers": "--dec-layers"}
+# BODY_FIELDS a warm start may increase (layers are added as identities, hidden units with
+# zero output weights)
+GROWABLE = {"n_enc_layers": "--enc-layers", "n_dec_layers": "--dec-layers", "d_ff": "--d-ff"}
 
 
 def _check_shape(
@@ -171,9 +180,14 @@ def _check_shape(
         )
     for name, option in GROWABLE.items():
         if name in grow and new[name] < getattr(old, name):
+            what = (
+                "widen the feed-forward, not narrow it"
+                if name == "d_ff"
+                else ("add layers, not drop them")
+            )
             raise ValueError(
                 f"--init-from {init_dir}: its model has {name} {getattr(old, name)} (this run: "
-                f"{new[name]}); a warm start can add layers, not drop them: give {option} "
+                f"{new[name]}); a warm start can {what}: give {option} "
                 f"{getattr(old, name)} or more"
             )
 
@@ -236,6 +250,22 @@ def _start_as_identities(layers: nn.ModuleList, plan: list[int | None], post_nor
         nn.init.zeros_(old_norm.bias)
 
 
+def _copy_into(tensor: Tensor, old: Tensor, zero_rest: bool) -> None:
+    """Copy ``old`` into the leading corner of ``tensor`` (the same shape, or larger along the
+    feed-forward's hidden dimension); with ``zero_rest`` what it does not cover becomes zero
+    (``linear2``'s new columns), else it keeps its random initialisation (``linear1``'s rows)."""
+    if tensor.shape == old.shape:
+        tensor.copy_(old.to(tensor.dtype))
+        return
+    if tensor.dim() != old.dim() or any(
+        n < o for n, o in zip(tensor.shape, old.shape, strict=True)
+    ):
+        raise ValueError(f"cannot copy a {tuple(old.shape)} weight into {tuple(tensor.shape)}")
+    if zero_rest:
+        tensor.zero_()
+    tensor[tuple(slice(0, n) for n in old.shape)].copy_(old.to(tensor.dtype))
+
+
 def _final_norm(layer: nn.Module) -> nn.LayerNorm:
     """The LayerNorm a post-norm layer ends with (after its feed-forward sub-layer)."""
     assert isinstance(layer, EncoderLayer | DecoderLayer)
@@ -256,8 +286,11 @@ def copy_body(model: Transformer, old: Transformer) -> str:
     for name, tensor in model.state_dict().items():
         source = _source_name(name, plans)
         if name not in tables and source is not None and source in old_state:
-            tensor.copy_(old_state[source].to(tensor.dtype))
+            _copy_into(tensor, old_state[source], zero_rest=name.endswith("linear2.weight"))
     said = "body copied"
+    old_ff, new_ff = old.config.d_ff, model.config.d_ff
+    if new_ff > old_ff:
+        said += f"; feed-forward widened from {old_ff} to {new_ff} (the new units add nothing yet)"
     for stack, (old_n, new_n, what) in stacks.items():
         if new_n > old_n:
             _start_as_identities(getattr(model, stack), plans[stack], model.config.norm == "post")

@@ -2,6 +2,7 @@
 
     python tools/step_speed.py broad 2 16000     # preset, threads, vocabulary
     python tools/step_speed.py small 2 24000 6   # … and encoder layers (the shipped 6+3)
+    python tools/step_speed.py small 2 24000 6 2048 bf16   # … a feed-forward width, bf16 only
 
 One fixed batch of 160 pairs × 25 target tokens (4,000 tokens, the broad run's budget),
 forward + label-smoothed loss + backward + AdamW, four steps each, with the block-wise loss
@@ -31,13 +32,17 @@ def main() -> None:
     shape = dict(get_preset(name).model)
     if len(sys.argv) > 4:
         shape["n_enc_layers"] = int(sys.argv[4])
+    if len(sys.argv) > 5:
+        shape["d_ff"] = int(sys.argv[5])
+    only_bf16 = sys.argv[6:7] == ["bf16"]
     model = Transformer(ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **shape)).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch, length = 160, 25
     src = torch.randint(4, vocab, (batch, length))
     tgt = torch.randint(4, vocab, (batch, length + 1))
     real = tgt[:, 1:] != 0  # no padding here: every position
-    for bf16, plain in ((False, False), (True, False), (False, True), (True, True)):
+    runs = ((False, False), (True, False), (False, True), (True, True))
+    for bf16, plain in [(True, False)] if only_bf16 else runs:
         times = []
         for _ in range(4):
             start = time.perf_counter()
@@ -56,7 +61,8 @@ def main() -> None:
         best = batch * length / min(times[1:])
         label = ("bf16" if bf16 else "fp32") + (", plain loss" if plain else "")
         steps = [round(t, 2) for t in times]
-        print(f"{name} {label} vocab {vocab}: steps {steps} s, {best:.0f} tok/s")
+        size = f"{shape['n_enc_layers']}+{shape['n_dec_layers']}, d_ff {shape['d_ff']}"
+        print(f"{name} ({size}) {label} vocab {vocab}: steps {steps} s, {best:.0f} tok/s")
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def _check_shape(
             what = (
                 "widen the feed-forward, not narrow it"
                 if name == "d_ff"
-                else ("add layers, not drop them")
+                else "add layers, not drop them"
             )
             raise ValueError(
                 f"--init-from {init_dir}: its model has {name} {getattr(old, name)} (this run: "

@@ -41,6 +41,7 @@ def main() -> None:
     src = torch.randint(4, vocab, (batch, length))
     tgt = torch.randint(4, vocab, (batch, length + 1))
     real = tgt[:, 1:] != 0  # no padding here: every position
+    size = f"{shape['n_enc_layers']}+{shape['n_dec_layers']}, d_ff {shape['d_ff']}"
     runs = ((False, False), (True, False), (False, True), (True, True))
     for bf16, plain in [(True, False)] if only_bf16 else runs:
         times = []
@@ -61,7 +62,6 @@ def main() -> None:
         best = batch * length / min(times[1:])
         label = ("bf16" if bf16 else "fp32") + (", plain loss" if plain else "")
         steps = [round(t, 2) for t in times]
-        size = f"{shape['n_enc_layers']}+{shape['n_dec_layers']}, d_ff {shape['d_ff']}"
         print(f"{name} ({size}) {label} vocab {vocab}: steps {steps} s, {best:.0f} tok/s")
 
 

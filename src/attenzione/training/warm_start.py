@@ -161,8 +161,12 @@ def _find(init_dir: str | Path) -> Path:
 
 
 # BODY_FIELDS a warm start may increase (layers are added as identities, hidden units with
-# zero output weights)
-GROWABLE = {"n_enc_layers": "--enc-layers", "n_dec_layers": "--dec-layers", "d_ff": "--d-ff"}
+# zero output weights): the option that asks for it, and what a warm start can do with it
+GROWABLE = {
+    "n_enc_layers": ("--enc-layers", "add layers, not drop them"),
+    "n_dec_layers": ("--dec-layers", "add layers, not drop them"),
+    "d_ff": ("--d-ff", "widen the feed-forward, not narrow it"),
+}
 
 
 def _check_shape(
@@ -178,13 +182,8 @@ def _check_shape(
             f"--init-from {init_dir}: its model has another shape: {', '.join(differ)}; "
             "choose the preset it was trained with"
         )
-    for name, option in GROWABLE.items():
+    for name, (option, what) in GROWABLE.items():
         if name in grow and new[name] < getattr(old, name):
-            what = (
-                "widen the feed-forward, not narrow it"
-                if name == "d_ff"
-                else "add layers, not drop them"
-            )
             raise ValueError(
                 f"--init-from {init_dir}: its model has {name} {getattr(old, name)} (this run: "
                 f"{new[name]}); a warm start can {what}: give {option} "

@@ -38,6 +38,24 @@ def test_the_shipped_model_directory_loads_as_it_is() -> None:
     assert model_dir.parameter_count(tr.model.config) == tr.model.num_parameters()
 
 
+def test_the_shipped_model_credits_every_corpus_it_descends_from() -> None:
+    """A corpus an earlier model of the chain trained on is still in the weights: info.json
+    credits it too (the shipped model started from runs that saw Firefox's strings)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "ship_model", Path(__file__).parents[1] / "tools" / "ship_model.py"
+    )
+    assert spec is not None and spec.loader is not None
+    ship = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ship)
+    info = json.loads((PRETRAINED_DIR / "info.json").read_text(encoding="utf-8"))
+    chain = {c.name for c in ship._corpora_along_chain(info)}
+    assert "firefox.en-it" in chain and "en-it.train" in chain  # the chain is walked
+    for name in chain:
+        assert ship.ATTRIBUTIONS[name] in info["attribution"], name
+
+
 @pytest.mark.parametrize(
     "cfg",
     [

@@ -103,6 +103,16 @@ def _portable(init: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _corpora_along_chain(info: dict[str, Any]) -> list[CorpusSpec]:
+    """The corpora of a run and of every model in its ``initialised_from`` chain, in order."""
+    found: list[CorpusSpec] = []
+    node: Any = info
+    while isinstance(node, dict):
+        found += [CorpusSpec.parse(c) for c in node.get("corpora", [node.get("data", "")]) if c]
+        node = node.get("initialised_from")
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
@@ -132,11 +142,6 @@ def main() -> None:
             "weights_dtype": "float16",
         }
     )
-    corpora = [CorpusSpec.parse(c) for c in tr.info.get("corpora", [tr.info.get("data", "")])]
-    # one string, as the trainer writes it: one paragraph per corpus
-    tr.info["attribution"] = "\n".join(
-        ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in corpora if c.path
-    )
     # a warm-started run: info.json names what it started from; RUN/init.json, written when
     # the run began, is the record (a trainer may have written only the path in info.json)
     init_file = args.run / "init.json"
@@ -146,6 +151,15 @@ def main() -> None:
         tr.info["train_hours_with_init"] = round(
             tr.info["train_hours"] + (init.get("train_hours") or 0.0), 3
         )
+    # every corpus the weights have seen: this run's and, for a warm start, those of each
+    # model it started from (a corpus an ancestor trained on is still in the weights)
+    names: dict[str, CorpusSpec] = {}
+    for spec in _corpora_along_chain(tr.info):
+        names.setdefault(spec.name, spec)
+    # one string, as the trainer writes it: one paragraph per corpus
+    tr.info["attribution"] = "\n".join(
+        ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path
+    )
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)

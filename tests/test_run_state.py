@@ -135,6 +135,15 @@ def test_attribution_comes_from_the_corpus_or_the_user(corpus: Path, tmp_path: P
     train(_cfg(corpus, mine, max_steps=1, attribution="My own sentences, CC0."), **QUIET)
     info = json.loads((mine / "last" / "info.json").read_text())
     assert info["attribution"] == "My own sentences, CC0."
+    # a warm start: the weights still hold what the first model learnt, so its credit stays
+    warm = tmp_path / "warm"
+    train(_cfg(corpus, warm, max_steps=1, init_from=str(run / "last")), **QUIET)
+    assert json.loads((warm / "last" / "info.json").read_text())["attribution"] == TATOEBA
+    both = tmp_path / "both"
+    cfg = _cfg(corpus, both, max_steps=1, init_from=str(run / "last"), attribution="Mine, CC0.")
+    train(cfg, **QUIET)
+    info = json.loads((both / "last" / "info.json").read_text())
+    assert info["attribution"] == f"Mine, CC0.\n{TATOEBA}"
 
 
 def test_progress_reads_the_state_of_earlier_versions() -> None:

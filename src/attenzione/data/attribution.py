@@ -56,8 +56,19 @@ def corpus_attribution(path: str | Path) -> str | None:
     return " ".join(credits) if credits else None
 
 
-def run_attribution(corpora: list[str], given: str | None = None) -> str | None:
-    """The attribution of a run: ``given`` (from ``--attribution``) or what its corpora say."""
+def run_attribution(
+    corpora: list[str], given: str | None = None, inherited: str | None = None
+) -> str | None:
+    """The attribution of a run: ``given`` (from ``--attribution``) or what its corpora say,
+    then ``inherited``, the credit of the model a warm start began from (its data is still in
+    the weights), unless that text is already there."""
+    own = _own_attribution(corpora, given)
+    if inherited and (own is None or inherited not in own):
+        return f"{own}\n{inherited}" if own else inherited
+    return own
+
+
+def _own_attribution(corpora: list[str], given: str | None) -> str | None:
     if given:
         return given
     found = [a for a in (corpus_attribution(c) for c in corpora) if a]

@@ -128,7 +128,8 @@ class Trainer:
         for note in self.data.notes:  # after the model: GloVe coverage is one of them
             self.log(note)
         corpora = [cfg.data, *(CorpusSpec.parse(c).path for c in cfg.extra_data)]
-        self.attribution = run_attribution(corpora, cfg.attribution)
+        inherited = (self.init or {}).get("attribution")
+        self.attribution = run_attribution(corpora, cfg.attribution, inherited)
         self.progress = Progress()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(

@@ -334,6 +334,15 @@ def warm_start(
         "train_hours": info.get("train_hours_with_init", info.get("train_hours")),
         "corpora": info.get("corpora", [info["data"]] if "data" in info else []),
         "carried_over": f"{body}; {'; '.join(parts)}",
+        # whom that model credits: its data is still in the weights (info.json's attribution)
+        **({"attribution": _credit_text(info["attribution"])} if info.get("attribution") else {}),
         # and what that model started from, so the whole chain stays on record
         **({"initialised_from": info["initialised_from"]} if "initialised_from" in info else {}),
     }
+
+
+def _credit_text(attribution: object) -> str:
+    """info.json's attribution as one text (older directories may hold a list per corpus)."""
+    if isinstance(attribution, list):
+        return "\n".join(str(a) for a in attribution)
+    return str(attribution)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from attenzione import model_dir
 from attenzione.cli import app
 from attenzione.config import TrainConfig
-from attenzione.data.attribution import TATOEBA, corpus_attribution
+from attenzione.data.attribution import TATOEBA, corpus_attribution, run_attribution
 from attenzione.training.run_state import MetricsLog, Progress
 from attenzione.training.step import resolve_device
 from attenzione.training.trainer import train
@@ -144,6 +144,10 @@ def test_attribution_comes_from_the_corpus_or_the_user(corpus: Path, tmp_path: P
     train(cfg, **QUIET)
     info = json.loads((both / "last" / "info.json").read_text())
     assert info["attribution"] == f"Mine, CC0.\n{TATOEBA}"
+    # a credit the run gives itself is not repeated; each new one is added once
+    assert run_attribution([], "Mine, CC0.", "A.\nMine, CC0.\nB.") == "Mine, CC0.\nA.\nB."
+    assert run_attribution([], None, "A.\nB.") == "A.\nB."
+    assert run_attribution([], None, None) is None
 
 
 def test_progress_reads_the_state_of_earlier_versions() -> None:

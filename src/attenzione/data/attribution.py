@@ -61,11 +61,11 @@ def run_attribution(
 ) -> str | None:
     """The attribution of a run: ``given`` (from ``--attribution``) or what its corpora say,
     then ``inherited``, the credit of the model a warm start began from (its data is still in
-    the weights), unless that text is already there."""
+    the weights): each of its paragraphs the run's own text does not already give."""
     own = _own_attribution(corpora, given)
-    if inherited and (own is None or inherited not in own):
-        return f"{own}\n{inherited}" if own else inherited
-    return own
+    # one paragraph per corpus: add only the credits this run's own text does not give
+    extra = [c for c in (inherited or "").split("\n") if c.strip() and c not in (own or "")]
+    return "\n".join([own, *extra] if own else extra) or None
 
 
 def _own_attribution(corpora: list[str], given: str | None) -> str | None:

@@ -45,6 +45,15 @@ from attenzione.translator import PRETRAINED_DIR, Translator
         ("It needs Python 3.8 or later.", "Serve Python 3.8.", "Serve Python 3.8."),
         # … but a sentence's first word is a name only when no ordinary word could be there
         ("Add 1.5 cups of flour.", "Aggiungi 1.5 tazze.", "Aggiungi 1,5 tazze."),
+        # … or when the translation carries it unchanged before the number, as names are
+        ("Python 3.8 is required.", "È richiesto Python 3.8.", "È richiesto Python 3.8."),
+        ("Python 3.8 is required.", "Python 3.8 è richiesto.", "Python 3.8 è richiesto."),
+        ("Python 3.8 is required.", "È richiesto Python 13.8.", "È richiesto Python 13.8."),
+        (
+            "About 1.5 million.",
+            "Circa 1.5 milioni (About 1.55).",
+            "Circa 1,5 milioni (About 1.55).",
+        ),
         ("GNOME 3.8 needs 2.5 GB.", "GNOME 3.8 richiede 2.5 GB.", "GNOME 3.8 richiede 2,5 GB."),
         # months, currencies and lowercase label words are no labels
         ("In March 2.5 million voted.", "A marzo 2.5 milioni.", "A marzo 2,5 milioni."),

@@ -175,11 +175,16 @@ def _is_name(word: str, first: bool) -> bool:
     return (len(word) > 1 and word.isupper()) or any(c.isupper() for c in word[1:])
 
 
-def _is_label(text: str, number: re.Match[str]) -> bool:
+def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
     """Whether ``number`` names something (a section, a version, a time) rather than counts:
     it opens the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a
     word ("httpd-2.0"), follows a label word or a name ("Figure 1.1", "GNOME 3.8", "GTK+ 3.22",
-    "CUPS < 1.6"), or is followed by one ("the 1.1 version", "2.30 pm")."""
+    "CUPS < 1.6"), or is followed by one ("the 1.1 version", "2.30 pm").
+
+    A sentence's capitalised first word could be either ("Python 3.8 is required", "Add 1.5
+    cups"): it is a name when ``translation`` carries it unchanged before the number, as a
+    name is carried ("È richiesto Python 3.8"), where an ordinary word is translated
+    ("Aggiungi 1.5 tazze")."""
     start = number.start()
     if _LABEL_AFTER.match(text, number.end()):
         return True
@@ -196,9 +201,22 @@ def _is_label(text: str, number: re.Match[str]) -> bool:
     if word.lower() in _LABEL_WORDS or (word[:1].isupper() and word.lower() in _CAPITAL_LABELS):
         return True
     # a name is followed by the number itself, not by a bracket ("Whistler (1.5 hour drive")
-    if not _NAME_GAP.fullmatch(text[m.end(1) : start]):
+    gap = text[m.end(1) : start]
+    if not _NAME_GAP.fullmatch(gap):
         return False
-    return _is_name(word, first=not before[: m.start()].strip())
+    first = not before[: m.start()].strip()
+    if _is_name(word, first):
+        return True
+    return (
+        first
+        and _is_name(word, first=False)
+        and _carried(word + gap + number.group(0), translation)
+    )
+
+
+def _carried(phrase: str, translation: str) -> bool:
+    """Whether ``translation`` has ``phrase`` as written, not inside a longer word or number."""
+    return re.search(rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)", translation) is not None
 
 
 def _in_format(number: str, written: str, label: bool) -> str:
@@ -240,7 +258,7 @@ def localize_numbers(source: str, translation: str, number_format: str) -> str:
     for m in NUMBER.finditer(source):
         n = m.group(0)
         listed = label_end >= 0 and _LIST_GAP.fullmatch(source[label_end : m.start()])
-        label = bool(listed) or _is_label(source, m)
+        label = bool(listed) or _is_label(source, m, translation)
         if label or _VERSION[written].fullmatch(n):
             label_end = m.end()
         plans.setdefault(n, []).append(_in_format(n, written, label))

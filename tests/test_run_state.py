@@ -148,6 +148,8 @@ def test_attribution_comes_from_the_corpus_or_the_user(corpus: Path, tmp_path: P
     assert run_attribution([], "Mine, CC0.", "A.\nMine, CC0.\nB.") == "Mine, CC0.\nA.\nB."
     assert run_attribution([], None, "A.\nB.") == "A.\nB."
     assert run_attribution([], None, None) is None
+    # paragraphs are compared whole: an inherited credit inside a longer one is still added
+    assert run_attribution([], "Data by A. and B.", "A.") == "Data by A. and B.\nA."
 
 
 def test_progress_reads_the_state_of_earlier_versions() -> None:
@@ -224,3 +226,14 @@ def test_resume_keeps_the_runs_own_value_of_a_changeable_setting_left_out() -> N
     # from Python, without the CLI's list of what was set, every changeable value is taken
     cfg, _ = resumed_config(given, saved, explicit=None)
     assert cfg.keep_snapshots == given.keep_snapshots and cfg.num_threads == given.num_threads
+
+
+def test_each_corpus_credit_is_its_own_paragraph(tmp_path: Path) -> None:
+    """Two corpora that each name a credit: one paragraph each, as info.json lists them."""
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("Hi.\tCiao.\tAlice's corpus, CC0.\n", encoding="utf-8")
+    b.write_text("Yes.\tSì.\tBob's corpus, CC-BY 4.0.\n", encoding="utf-8")
+    assert run_attribution([str(a), str(b)]) == "Alice's corpus, CC0.\nBob's corpus, CC-BY 4.0."
+    # inherited from a warm start: the same credits are not repeated
+    both = "Alice's corpus, CC0.\nBob's corpus, CC-BY 4.0."
+    assert run_attribution([str(a), str(b)], None, both) == both

@@ -63,14 +63,17 @@ def run_attribution(
     then ``inherited``, the credit of the model a warm start began from (its data is still in
     the weights): each of its paragraphs the run's own text does not already give."""
     own = _own_attribution(corpora, given)
-    # one paragraph per corpus: add only the credits this run's own text does not give
-    extra = [c for c in (inherited or "").split("\n") if c.strip() and c not in (own or "")]
+    # one paragraph per corpus: add only the paragraphs this run's own text does not give
+    # (compared whole: a credit that merely contains another is a different credit)
+    have = {c.strip() for c in (own or "").split("\n")}
+    extra = [c for c in (inherited or "").split("\n") if c.strip() and c.strip() not in have]
     return "\n".join([own, *extra] if own else extra) or None
 
 
 def _own_attribution(corpora: list[str], given: str | None) -> str | None:
+    """``given`` as the user wrote it, or one paragraph per corpus that names its credit."""
     if given:
         return given
     found = [a for a in (corpus_attribution(c) for c in corpora) if a]
     unique = list(dict.fromkeys(found))
-    return " ".join(unique) if unique else None
+    return "\n".join(unique) if unique else None

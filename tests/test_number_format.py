@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.data.numbers import localize_numbers, number_format_of
+from attenzione.data.numbers import _carried, localize_numbers, number_format_of
 from attenzione.evaluation import number_fidelity
 from attenzione.translator import PRETRAINED_DIR, Translator
 
@@ -105,6 +105,24 @@ def test_comma_format_rewrites_quantities_only(
     source: str, translation: str, expected: str
 ) -> None:
     assert localize_numbers(source, translation, "comma") == expected
+
+
+@pytest.mark.parametrize(
+    ("translation", "carried"),
+    [
+        ("È richiesto Python 3.8.", True),
+        ("Python 3.8, poi.", True),
+        # the number is read whole, as NUMBER reads it: "3.8-2", "13.8", "3.8.1" are others
+        ("È richiesto Python 3.8-2.", False),
+        ("È richiesto Python 13.8.", False),
+        ("È richiesto Python 3.8.1.", False),
+        # the name as written, not the end of a longer word
+        ("È richiesto MyPython 3.8.", False),
+        ("È richiesto python 3.8.", False),
+    ],
+)
+def test_a_name_is_carried_only_with_the_whole_number(translation: str, carried: bool) -> None:
+    assert _carried("Python ", "3.8", translation) is carried
 
 
 def test_each_source_number_is_rewritten_as_often_as_the_source_has_it() -> None:

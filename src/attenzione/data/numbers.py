@@ -208,15 +208,20 @@ def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
     if _is_name(word, first):
         return True
     return (
-        first
-        and _is_name(word, first=False)
-        and _carried(word + gap + number.group(0), translation)
+        first and _is_name(word, first=False) and _carried(word + gap, number.group(0), translation)
     )
 
 
-def _carried(phrase: str, translation: str) -> bool:
-    """Whether ``translation`` has ``phrase`` as written, not inside a longer word or number."""
-    return re.search(rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)", translation) is not None
+def _carried(lead: str, number: str, translation: str) -> bool:
+    """Whether ``translation`` has ``number`` (read whole, as ``NUMBER`` reads it) right after
+    ``lead`` as written ("Python "), and ``lead`` does not end a longer word."""
+    for found in NUMBER.finditer(translation):
+        before = translation[: found.start()]
+        if found.group(0) == number and before.endswith(lead):
+            rest = before[: len(before) - len(lead)]
+            if not rest or not (rest[-1].isalnum() or rest[-1] in "_.,"):
+                return True
+    return False
 
 
 def _in_format(number: str, written: str, label: bool) -> str:

@@ -179,6 +179,25 @@ def test_worker_batches_waiting_sentences_and_bounds_the_queue(translator: Trans
     assert stats["rejected_requests"] == 1
 
 
+def test_a_request_larger_than_the_queue_runs_when_the_queue_is_empty(
+    translator: Translator,
+) -> None:
+    batcher = Batcher(translator, max_queue=2, max_sentences=64)
+    big = ["I am hungry.", "You are tired.", "We go home."]
+    futures = batcher.submit(big, Decoding(1, 1))  # 3 sentences, queue of 2, nothing waiting
+    with pytest.raises(QueueFull, match="has 3, it runs once the queue is empty"):
+        batcher.submit(big, Decoding(1, 1))  # now something waits: refused, retry later
+    with pytest.raises(QueueFull, match="3 of 2 sentences waiting, this request has 1\\)"):
+        batcher.submit(["a."], Decoding(1, 1))
+    batcher.start()
+    try:
+        texts = [f.result(120).candidates[0].text for f in futures]
+    finally:
+        batcher.stop()
+    assert texts == translator.translate(big, beam=1)
+    assert batcher.snapshot()["rejected_requests"] == 2
+
+
 def test_serve_options_are_checked_before_anything_loads(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["serve", "--char-limit", "0"])
     assert bad.exit_code == 2 and "--char-limit must be a positive number" in bad.output

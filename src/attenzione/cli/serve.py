@@ -38,7 +38,9 @@ def serve(
     precision: str = typer.Option("fp32", help="fp32 (reference), bf16 or int8."),
     beam: int = typer.Option(4, help="Beam size (1 = greedy), as `attenzione translate`."),
     queue_size: int = typer.Option(
-        512, help="Sentences that may wait for the worker; past that, 503."
+        512,
+        help="Sentences that may wait for the worker; past that, 503 (a request larger than "
+        "the whole queue runs once the queue is empty).",
     ),
     batch_sentences: int = typer.Option(64, help="Most sentences in one decoding batch."),
     batch_tokens: int = typer.Option(4096, help="Most padded source tokens in one batch."),

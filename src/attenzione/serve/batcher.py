@@ -23,7 +23,9 @@ job is to make batches as large as the waiting requests allow:
 
 The queue is bounded in sentences: a request that does not fit raises :class:`QueueFull`
 (the service answers 503 at once; waiting would only move the overload into the clients'
-timeouts). :meth:`Batcher.stop` lets the worker finish everything already admitted.
+timeouts). A request with more sentences than the whole queue holds is admitted when the queue
+is empty, so a long text within the character limit is never refused for good.
+:meth:`Batcher.stop` lets the worker finish everything already admitted.
 """
 
 from __future__ import annotations
@@ -174,11 +176,14 @@ class Batcher:
         with self._cond:
             if self._stopping:
                 raise Stopped("the server is shutting down")
-            if len(self._queue) + len(jobs) > self.max_queue:
+            # A request larger than the whole queue (a long text within the character limit)
+            # is admitted when nothing waits: refusing it would mean refusing it forever.
+            if self._queue and len(self._queue) + len(jobs) > self.max_queue:
                 self.stats.rejected_requests += 1
+                wait = "" if len(jobs) <= self.max_queue else ", it runs once the queue is empty"
                 raise QueueFull(
                     f"the translation queue is full ({len(self._queue)} of {self.max_queue} "
-                    f"sentences waiting, this request has {len(jobs)}); retry shortly"
+                    f"sentences waiting, this request has {len(jobs)}{wait}); retry shortly"
                 )
             self._queue.extend(jobs)
             self._cond.notify_all()

@@ -26,6 +26,7 @@ LAYERS = {
     "embeddings": 1,
     "layers": 2,
     "model": 3,
+    "lexicon": 3,
     "decoding": 4,
     "precision": 4,
     "data": 5,

@@ -68,8 +68,12 @@ def test_same_vocabulary_copies_the_model_exactly(
         assert torch.equal(new_state[name], tensor), name
     trainer.model.eval()
     src, tgt = trainer.data.src_tok, trainer.data.tgt_tok
-    ours = Translator(trainer.model, src, tgt).translate(["The red cat is here."], beam=2)
-    assert ours == Translator.from_pretrained(teacher).translate(["The red cat is here."], beam=2)
+    teacher_tr = Translator.from_pretrained(teacher)
+    # the same known words too: the teacher's directory lists its training targets' words
+    ours = Translator(trainer.model, src, tgt, known_words=trainer.target_words)
+    assert teacher_tr.known_words == trainer.target_words
+    sentence = ["The red cat is here."]
+    assert ours.translate(sentence, beam=2) == teacher_tr.translate(sentence, beam=2)
 
 
 def test_new_vocabulary_starts_far_ahead_of_a_cold_start(

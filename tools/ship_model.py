@@ -25,6 +25,7 @@ from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
 from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
+from attenzione.lexicon import word_list
 from attenzione.translator import PRETRAINED_DIR, Translator
 
 
@@ -125,6 +126,9 @@ def main() -> None:
         tr.number_format = number_format_of(read_pairs(args.run / "data" / "train.tsv"))
         tr.info["number_format"] = tr.number_format
     print("number format", tr.number_format)
+    if tr.known_words is None:  # a checkpoint saved before the trainer wrote its word list
+        tr.known_words = word_list(t for _, t in read_pairs(args.run / "data" / "train.tsv"))
+    print("known words", len(tr.known_words))
     results = {}
     extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))
     for split in ("dev", "test", *(f"dev-{name}" for name in extra)):

@@ -54,8 +54,8 @@ def average_run(
 ) -> dict[str, object]:
     """Average the run's last ``last`` snapshots (or the given ``steps``) into model dir ``out``.
 
-    The config and tokenizers come from the run's ``last/`` checkpoint; ``info.json`` is its
-    info with the averaged steps added. Returns that info.
+    The config, tokenizers and word list come from the run's ``last/`` checkpoint;
+    ``info.json`` is its info with the averaged steps added. Returns that info.
     """
     run_dir = Path(run_dir)
     source = model_dir.find_model_dir(run_dir / "last")
@@ -93,5 +93,6 @@ def average_run(
     )
     for key in [k for k in info if k.startswith("dev_") and k.endswith("_greedy")]:
         info[key] = None
-    model_dir.write_model_dir(out, model, src_tok, tgt_tok, info=info)
+    words = model_dir.read_words(source)  # last/'s known words, the run's training targets
+    model_dir.write_model_dir(out, model, src_tok, tgt_tok, info=info, words=words)
     return info

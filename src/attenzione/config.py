@@ -156,6 +156,10 @@ class ModelConfig(_JsonMixin):
 # log-prob per token at the default length penalty 1) per digit of the source's numbers it
 # has not written: chosen on the dev sets (docs/broad-training.md)
 NUMBER_COVERAGE = 0.5
+# How much lower beam search ranks a hypothesis (in total log-prob) for each word it writes that
+# is neither among the model's known words nor in the source (attenzione.lexicon): chosen on
+# the dev sets (docs/broad-training.md)
+WORD_PENALTY = 8.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,10 @@ class DecodeConfig(_JsonMixin):
     # log-prob) per digit of the source's numbers it has not written (0 = off; greedy and
     # sampling ignore it; see decoding.Coverage)
     number_coverage: float = NUMBER_COVERAGE
+    # beam search ranks a hypothesis this much lower (in total log-prob) per word it writes
+    # that is neither a known word of the model nor in the source (0 = off; needs the model's
+    # word list; greedy and sampling ignore it; see attenzione.lexicon)
+    word_penalty: float = WORD_PENALTY
 
     def __post_init__(self) -> None:
         _check(
@@ -202,6 +210,7 @@ class DecodeConfig(_JsonMixin):
         _check(
             self.number_coverage >= 0, f"number_coverage must be >= 0, got {self.number_coverage}"
         )
+        _check(self.word_penalty >= 0, f"word_penalty must be >= 0, got {self.word_penalty}")
 
 
 @dataclass(frozen=True)

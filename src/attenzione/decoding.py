@@ -26,6 +26,11 @@ count towards the K that stop the search, which goes on for one that owes nothin
 length cap. Greedy decoding and sampling ignore it: with no other hypothesis to choose, a
 push could only make them write on past their ending.
 
+Beam search can also check the words it writes against the words the model's training targets
+had (a :class:`attenzione.lexicon.Lexicon`): a hypothesis that writes a word neither known nor
+in its source ("Alanta" for "Atlanta") is ranked lower by ``word_penalty``. Like the coverage,
+this changes only how hypotheses are ranked (``score``), never their ``log_prob``.
+
 Any method can also be kept to well-formed UTF-8 (``utf8``: what each token is as a byte,
 see :func:`utf8_roles`). With byte fallback a character the vocabulary lacks is spelled as
 its bytes (``£`` = ``<0xC2><0xA3>``); a model that writes the lead byte and then a word piece
@@ -52,6 +57,7 @@ import torch
 from torch import Tensor
 
 from attenzione.config import DecodeConfig
+from attenzione.lexicon import Lexicon, WordCheck
 
 
 class DecodingModel(Protocol):
@@ -128,10 +134,16 @@ class Strategy:
         return None
 
     def step(
-        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+        self,
+        step: int,
+        logits: Tensor,
+        log_probs: Tensor,
+        owed: Tensor | None = None,
+        charge: Tensor | None = None,
     ) -> Step | None:
         """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based).
-        ``owed`` (N,C): the coverage symbols each row has yet to write (None: no coverage)."""
+        ``owed`` (N,C): the coverage symbols each row has yet to write (None: no coverage).
+        ``charge`` (N,V): what each continuation costs in ranking (≤ 0; beam search only)."""
         raise NotImplementedError
 
     def results(self) -> list[list[Hypothesis]]:
@@ -154,7 +166,12 @@ class Greedy(Strategy):
         return nxt, picked
 
     def step(
-        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+        self,
+        step: int,
+        logits: Tensor,
+        log_probs: Tensor,
+        owed: Tensor | None = None,
+        charge: Tensor | None = None,
     ) -> Step | None:
         nxt, picked = self.choose(logits, log_probs)
         done = (nxt == self.eos_id) | (self.limit_t[self.live] <= step + 1)  # (N,)
@@ -211,16 +228,20 @@ class BeamSearch(Strategy):
         self.live = list(range(b))  # original sentence of each live group of K rows
         self.scores = torch.full((b, k), float("-inf"), device=dev)
         self.scores[:, 0] = 0.0  # all beams start identical: only the first may expand
+        self.paid = torch.zeros((b, k), device=dev)  # word penalties charged so far (≤ 0)
         self.history = torch.empty((b * k, 0), dtype=torch.long, device=dev)  # (N, step)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(b)]
 
     def start(self) -> Tensor:
         return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
 
-    def _finish(self, sent: int, toks: list[int], total: float, length: int, owes: int = 0) -> None:
-        """Set a hypothesis aside: ranked by its length-normalised log-prob, less
-        ``number_coverage`` per coverage symbol it ``owes``."""
-        norm = total / (length**self.cfg.length_penalty) - self.cfg.number_coverage * owes
+    def _finish(
+        self, sent: int, toks: list[int], total: float, length: int, owes: int, paid: float
+    ) -> None:
+        """Set a hypothesis aside: ranked by its length-normalised log-prob (with the word
+        penalties it ``paid``), less ``number_coverage`` per coverage symbol it ``owes``."""
+        norm = (total + paid) / (length**self.cfg.length_penalty)
+        norm -= self.cfg.number_coverage * owes
         self.finished[sent].append(Hypothesis(toks, norm, total))
         self.complete[sent] += owes == 0
 
@@ -231,19 +252,29 @@ class BeamSearch(Strategy):
         return int((owed[row] - self.table[token]).clamp(min=0).sum())
 
     def step(
-        self, step: int, logits: Tensor, log_probs: Tensor, owed: Tensor | None = None
+        self,
+        step: int,
+        logits: Tensor,
+        log_probs: Tensor,
+        owed: Tensor | None = None,
+        charge: Tensor | None = None,
     ) -> Step | None:
         k, n = self.k, len(self.live)
         v = log_probs.shape[-1]
         cand = self.scores.view(n * k, 1) + log_probs  # (n·K,V) total log-probs
-        top_s, top_i = cand.view(n, k * v).topk(min(2 * k, k * v), dim=1)  # (n,2K)
+        paid = self.paid.view(n * k, 1) + (0.0 if charge is None else charge)  # (n·K,1|V)
+        rank = (cand + paid).view(n, k * v)  # what the search ranks by
+        top_r, top_i = rank.topk(min(2 * k, k * v), dim=1)  # (n,2K)
+        top_s = cand.view(n, k * v).gather(1, top_i)
         parent_l = (top_i // v).tolist()
         tok_l = (top_i % v).tolist()
         score_l = top_s.tolist()
+        paid_l = (top_r - top_s).tolist()
         hist_l: list[list[int]] | None = None  # the history as lists, built only if needed
         parents: list[int] = []
         new_tok: list[int] = []
         new_scores: list[float] = []
+        new_paid: list[float] = []
         still: list[int] = []
         length = step + 1
         for g in range(n):
@@ -253,12 +284,13 @@ class BeamSearch(Strategy):
                 s = score_l[g][j]
                 if s == float("-inf"):
                     break
+                pay = paid_l[g][j]
                 if tok_l[g][j] == self.eos_id:
                     if j < k:
                         hist_l = self.history.tolist() if hist_l is None else hist_l
                         row = g * k + parent_l[g][j]
                         owes = self._owes(owed, row, self.eos_id)
-                        self._finish(sent, hist_l[row], s, length, owes)
+                        self._finish(sent, hist_l[row], s, length, owes, pay)
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
@@ -270,7 +302,9 @@ class BeamSearch(Strategy):
                 for j in chosen:
                     row, tok = g * k + parent_l[g][j], tok_l[g][j]
                     owes = self._owes(owed, row, tok)
-                    self._finish(sent, hist_l[row] + [tok], score_l[g][j], length, owes)
+                    self._finish(
+                        sent, hist_l[row] + [tok], score_l[g][j], length, owes, paid_l[g][j]
+                    )
             if self.complete[sent] >= k or at_limit or not chosen:
                 continue
             n_real = len(chosen)
@@ -281,12 +315,14 @@ class BeamSearch(Strategy):
                 parents.append(g * k + parent_l[g][j])
                 new_tok.append(tok_l[g][j])
                 new_scores.append(score_l[g][j] if idx < n_real else float("-inf"))
+                new_paid.append(paid_l[g][j] if idx < n_real else 0.0)
         if not still:
             return None
         index = torch.tensor(parents, dtype=torch.long, device=self.device)  # (n'·K,)
         tok_t = torch.tensor(new_tok, dtype=torch.long, device=self.device)  # (n'·K,)
         self.history = torch.cat([self.history.index_select(0, index), tok_t[:, None]], dim=1)
         self.scores = torch.tensor(new_scores, device=self.device).view(len(still), k)
+        self.paid = torch.tensor(new_paid, device=self.device).view(len(still), k)
         self.live = [self.live[g] for g in still]
         return Step(tok_t, index)
 
@@ -385,13 +421,16 @@ def generate(
     banned: Tensor | None = None,
     coverage: Coverage | None = None,
     utf8: Tensor | None = None,
+    lexicon: Lexicon | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
     ``banned``: (B,V) booleans, the tokens each sentence may never produce (``<eos>`` must
     stay allowed). ``coverage``: what each sentence should produce before it ends (see
     :class:`Coverage`; weighed by ``cfg.number_coverage``). ``utf8``: (V,) roles from
-    :func:`utf8_roles`, to keep byte pieces well-formed (None: no check). Returns, per
+    :func:`utf8_roles`, to keep byte pieces well-formed (None: no check). ``lexicon``: the
+    known words and each sentence's source words, to rank hypotheses that write other words
+    lower by ``lexicon.penalty`` (beam search only; see :mod:`attenzione.lexicon`). Returns, per
     sentence, its hypotheses best first (one for greedy and sampling, up to ``n_best`` for
     beam search).
     """
@@ -405,6 +444,13 @@ def generate(
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
     if utf8 is not None and tuple(utf8.shape) != (mc.tgt_vocab_size,):
         raise ValueError(f"utf8 must have one role per target token ({mc.tgt_vocab_size},)")
+    if lexicon is not None:
+        if len(lexicon.sources) != src_ids.shape[0] or lexicon.starts.shape != (mc.tgt_vocab_size,):
+            raise ValueError(
+                f"the lexicon needs {src_ids.shape[0]} sources and {mc.tgt_vocab_size} pieces"
+            )
+        if lexicon.penalty == 0 or cfg.method != "beam":
+            lexicon = None  # off; greedy and sampling have no other hypothesis to choose
     if coverage is not None:
         coverage.check(src_ids.shape[0], mc.tgt_vocab_size)
         if cfg.number_coverage == 0 or cfg.method != "beam":
@@ -431,6 +477,10 @@ def generate(
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
     roles = None if utf8 is None else utf8.to(src_ids.device)
     bytes_owed = torch.zeros(n, dtype=torch.long, device=src_ids.device)  # (N,)
+    words = None
+    if lexicon is not None:
+        row_sentence = list(range(n)) if rows is None else rows.tolist()
+        words = WordCheck(lexicon, row_sentence, src_ids.device)
     for step in range(int(limits.max())):
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
         if step < cfg.min_len:
@@ -441,7 +491,8 @@ def generate(
             _keep_utf8(logits, bytes_owed, roles)
         if need is not None and have is not None:
             owed = (need - have).clamp(min=0)  # (N,C)
-        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1), owed)
+        charge = None if words is None else words.penalty()
+        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1), owed, charge)
         if chosen is None:
             break
         if chosen.rows is not None:
@@ -450,6 +501,8 @@ def generate(
             bytes_owed = bytes_owed[chosen.rows]
         if roles is not None:
             bytes_owed = _next_owed(bytes_owed, chosen.tokens, roles)
+        if words is not None:
+            words.advance(chosen.rows, chosen.tokens)
         if need is not None and have is not None and table is not None:
             if chosen.rows is not None:
                 need, have = need[chosen.rows], have[chosen.rows]

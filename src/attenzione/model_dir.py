@@ -8,6 +8,8 @@ writes as ``last/`` and ``best/``::
     src_tokenizer/       the tokenizers the model was trained with, so translation always
     tgt_tokenizer/       tokenizes exactly as training did
     info.json            facts for people: preset, step, scores, data attribution
+    tgt_words.txt        optional: the words of the training targets, one per line, sorted
+                         (beam search's known words, see attenzione.lexicon)
     train_config.json    only in a run's checkpoints: the TrainConfig, for ``--resume``
     training_state.pt    only in ``last/``: optimizer, progress, RNG states (tensors and
                          plain data, loaded with ``weights_only=True``)
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from torch import Tensor, nn
 from attenzione import atomic
 from attenzione.config import ModelConfig
 from attenzione.data.tokenizers import Tokenizer, load_tokenizer
+from attenzione.lexicon import words_of
 from attenzione.model import Transformer
 
 CONFIG_NAME = "config.json"
@@ -43,6 +46,7 @@ WEIGHTS_NAME = "model.safetensors"
 INFO_NAME = "info.json"
 STATE_NAME = "training_state.pt"
 TRAIN_CONFIG_NAME = "train_config.json"
+WORDS_NAME = "tgt_words.txt"
 SRC_TOKENIZER = "src_tokenizer"
 TGT_TOKENIZER = "tgt_tokenizer"
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained" / "en-it"
@@ -255,6 +259,22 @@ def read_info(directory: str | Path) -> dict[str, Any]:
     return info
 
 
+def read_words(directory: str | Path) -> list[str] | None:
+    """The known words of ``tgt_words.txt``, sorted (None if the directory has none); a file
+    that is not UTF-8, or not one lowercased word per line, is a ValueError."""
+    path = Path(directory) / WORDS_NAME
+    if not path.is_file():
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text: {exc}") from None
+    for n, line in enumerate(lines, 1):
+        if words_of(line) != [line]:
+            raise ValueError(f"{path}, line {n}: {line!r} is not one lowercased word")
+    return sorted(set(lines))
+
+
 def load_state(directory: str | Path) -> dict[str, Any]:
     """The resumable training state (tensors, numbers, dicts only: ``weights_only=True``)."""
     path = Path(directory) / STATE_NAME
@@ -274,6 +294,7 @@ def write_model_dir(
     info: dict[str, Any] | None = None,
     state: dict[str, Any] | None = None,
     extra_files: dict[str, str] | None = None,
+    words: Sequence[str] | None = None,
     dtype: torch.dtype | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Path:
@@ -281,7 +302,7 @@ def write_model_dir(
 
     ``state`` adds ``training_state.pt``; ``extra_files`` maps names to text written alongside
     (the trainer's ``train_config.json``), inside the same swap, so a checkpoint never becomes
-    visible without them.
+    visible without them. ``words`` writes ``tgt_words.txt`` (see :func:`read_words`).
     """
     required = MODEL_FILES + ((STATE_NAME,) if state is not None else ())
     required += tuple(extra_files or {})
@@ -293,6 +314,8 @@ def write_model_dir(
         atomic.write_text(tmp / INFO_NAME, json.dumps(info or {}, indent=2) + "\n")
         for name, text in (extra_files or {}).items():
             atomic.write_text(tmp / name, text)
+        if words is not None:
+            atomic.write_text(tmp / WORDS_NAME, "".join(w + "\n" for w in sorted(set(words))))
         if state is not None:
             atomic.write_file(tmp / STATE_NAME, lambda p: torch.save(state, p))
 

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from attenzione import model_dir
-from attenzione.config import NUMBER_COVERAGE, DecodeConfig
+from attenzione.config import NUMBER_COVERAGE, WORD_PENALTY, DecodeConfig
 from attenzione.data.numbers import NUMBER_FORMATS, localize_numbers, repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Coverage, Hypothesis, generate, utf8_roles
+from attenzione.lexicon import Lexicon, piece_table, words_of
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
 
@@ -96,6 +97,7 @@ class Translator:
         *,
         info: dict[str, Any] | None = None,
         max_src_tokens: int | None = None,
+        known_words: Sequence[str] | None = None,
     ) -> None:
         self.model = model.eval()
         self.src_tokenizer = src_tokenizer
@@ -118,6 +120,14 @@ class Translator:
         # (V,10): how many of each digit every piece writes, for number coverage
         self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
+        # the words of the training targets, sorted (None: no word check; see
+        # attenzione.lexicon), and what each target piece writes, for checking them
+        self.known_words = None if known_words is None else sorted(set(known_words))
+        pieces = [
+            tgt_tokenizer.id_to_token(i) if i < tgt_tokenizer.vocab_size else "<>"
+            for i in range(model.config.tgt_vocab_size)
+        ]
+        self._piece_texts, self._word_starts = piece_table(pieces, model.config.eos_id)
         # how the target language writes 1,234.5 (what the training targets did; see
         # attenzione.data.numbers.localize_numbers): the model's own unless set otherwise
         self.number_format = str(self.info.get("number_format", "keep"))
@@ -155,7 +165,8 @@ class Translator:
         raw = model_dir.load_model(directory)
         src_tok, tgt_tok = model_dir.load_tokenizers(directory, raw.config)
         info = model_dir.read_info(directory)
-        return cls(for_inference(raw, precision), src_tok, tgt_tok, info=info)
+        words = model_dir.read_words(directory)
+        return cls(for_inference(raw, precision), src_tok, tgt_tok, info=info, known_words=words)
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
         """Write a loadable model directory (weights, config, tokenizers, info), atomically."""
@@ -165,6 +176,7 @@ class Translator:
             self.src_tokenizer,
             self.tgt_tokenizer,
             info=self.info,
+            words=self.known_words,
             dtype=dtype,
         )
 
@@ -232,11 +244,27 @@ class Translator:
             banned = self._byte_bans(batch)
             coverage = self._number_coverage(batch)
             decoded = generate(
-                self.model, batch, cfg, banned=banned, coverage=coverage, utf8=self._utf8
+                self.model,
+                batch,
+                cfg,
+                banned=banned,
+                coverage=coverage,
+                utf8=self._utf8,
+                lexicon=self._lexicon([src[i] for i in group], cfg),
             )
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results
+
+    def _lexicon(self, src: list[list[int]], cfg: DecodeConfig) -> Lexicon | None:
+        """The known words and each source's words, for beam search's word check (None when
+        it is off or the model has no word list)."""
+        if self.known_words is None or cfg.word_penalty == 0 or cfg.method != "beam":
+            return None
+        sources = [frozenset(words_of(self.src_tokenizer.decode(ids))) for ids in src]
+        return Lexicon(
+            self.known_words, self._piece_texts, self._word_starts, sources, cfg.word_penalty
+        )
 
     def _number_coverage(self, batch: torch.Tensor) -> Coverage:
         """The digits each source sentence has, and the digits each target piece writes: the
@@ -273,6 +301,7 @@ class Translator:
         seed: int | None = None,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
         fix_numbers: bool = True,
@@ -288,11 +317,22 @@ class Translator:
         ``number_coverage`` makes beam search prefer a translation that has written every
         digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
         decoding and sampling ignore it).
+        ``word_penalty`` makes beam search prefer a translation whose words are known words of
+        the model or words of the source (:mod:`attenzione.lexicon`; 0 = off; a model without
+        a word list, greedy decoding and sampling ignore it).
         """
         if isinstance(texts, str):
             texts = [texts]
         cfg = decode or decode_config(
-            beam, sample, temperature, top_k, top_p, seed, length_penalty, number_coverage
+            beam,
+            sample,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+            length_penalty,
+            number_coverage,
+            word_penalty=word_penalty,
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
 
@@ -371,14 +411,25 @@ class Translator:
         n_best: int = 4,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        word_penalty: float = WORD_PENALTY,
         fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
-        scores (length-normalised log-prob, less the number coverage's charge; with beam 1
+        scores (length-normalised log-prob with the word penalties, less the number coverage's
+        charge; with beam 1
         and one hypothesis it is greedy decoding, and the score its total log-prob). The
         sentence must fit what the model reads at once (a split line has no n-best list)."""
         cfg = decode_config(
-            beam, False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best=n_best
+            beam,
+            False,
+            1.0,
+            0,
+            1.0,
+            None,
+            length_penalty,
+            number_coverage,
+            n_best=n_best,
+            word_penalty=word_penalty,
         )
         if not text.strip():
             return [("", 0.0)]
@@ -397,6 +448,7 @@ class Translator:
         n_best: int = 1,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         fix_numbers: bool = True,
     ) -> list[list[ScoredTranslation]]:
@@ -410,7 +462,16 @@ class Translator:
         candidate that owes a digit can come after one with a lower ``confidence``.
         """
         cfg = decode_config(
-            max(beam, n_best), False, 1.0, 0, 1.0, None, length_penalty, number_coverage, n_best
+            max(beam, n_best),
+            False,
+            1.0,
+            0,
+            1.0,
+            None,
+            length_penalty,
+            number_coverage,
+            n_best,
+            word_penalty=word_penalty,
         )
         out: list[list[ScoredTranslation]] = []
         for parts in self._decode_parts(sentences, cfg, batch_size):
@@ -504,6 +565,8 @@ def decode_config(
     length_penalty: float,
     number_coverage: float = NUMBER_COVERAGE,
     n_best: int = 1,
+    *,
+    word_penalty: float = WORD_PENALTY,
 ) -> DecodeConfig:
     """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
     translate``) describe: sampling, greedy (beam 1) or beam search (``n_best`` candidates)."""
@@ -516,17 +579,21 @@ def decode_config(
         top_p=top_p,
         seed=seed,
         number_coverage=number_coverage,
+        word_penalty=word_penalty,
     )
     if sample:
         return sampling
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
     if beam == 1 and n_best == 1:
-        return DecodeConfig(method="greedy", number_coverage=number_coverage)
+        return DecodeConfig(
+            method="greedy", number_coverage=number_coverage, word_penalty=word_penalty
+        )
     return DecodeConfig(
         method="beam",
         beam_size=beam,
         n_best=n_best,
         length_penalty=length_penalty,
         number_coverage=number_coverage,
+        word_penalty=word_penalty,
     )

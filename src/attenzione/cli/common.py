@@ -103,6 +103,20 @@ def number_coverage_option() -> Any:
     )
 
 
+def word_penalty_option() -> Any:
+    """``--word-penalty``, as ``translate`` and ``evaluate`` take it."""
+    from attenzione.config import WORD_PENALTY
+
+    return typer.Option(
+        WORD_PENALTY,
+        help="Beam search: rank a translation this much lower (in total log-prob) for each word "
+        "it writes that is neither in the model's word list (the words of its training "
+        "targets) nor in the source, so the model does not invent words "
+        "(0 = off; greedy, sampling and a model without a word list ignore it).",
+        callback=at_least(0),
+    )
+
+
 def number_format_option() -> Any:
     """``--number-format``, as ``translate``, ``evaluate`` and ``serve`` take it."""
     from attenzione.data.numbers import NUMBER_FORMATS

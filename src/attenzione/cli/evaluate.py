@@ -16,6 +16,7 @@ from attenzione.cli.common import (
     number_format_option,
     set_number_format,
     user_errors,
+    word_penalty_option,
 )
 
 
@@ -47,6 +48,7 @@ def evaluate(
         help="Put back source numbers the model garbled (default), or score the output unrepaired.",
     ),
     number_coverage: float = number_coverage_option(),
+    word_penalty: float = word_penalty_option(),
     number_format: str = number_format_option(),
     all_references: bool = typer.Option(
         False,
@@ -76,7 +78,11 @@ def evaluate(
             sources, references = [s for s, _ in pairs], [t for _, t in pairs]
         started = time.perf_counter()
         hyps = translator.translate(
-            sources, beam=beam, number_coverage=number_coverage, fix_numbers=fix_numbers
+            sources,
+            beam=beam,
+            number_coverage=number_coverage,
+            word_penalty=word_penalty,
+            fix_numbers=fix_numbers,
         )
         seconds = time.perf_counter() - started
         scores = corpus_scores(hyps, references)
@@ -97,6 +103,10 @@ def evaluate(
                         "number_format": translator.number_format if fix_numbers else None,
                         # greedy decoding has no search for coverage to rank
                         "number_coverage": number_coverage if beam > 1 else None,
+                        # likewise, and a model without a word list has nothing to check
+                        "word_penalty": word_penalty
+                        if beam > 1 and translator.known_words is not None
+                        else None,
                         "copied": {
                             k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
                             for k, f in fidelity.items()

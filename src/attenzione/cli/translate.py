@@ -29,6 +29,7 @@ from attenzione.cli.common import (
     read_text_lines,
     set_number_format,
     user_errors,
+    word_penalty_option,
 )
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
@@ -67,6 +68,7 @@ def translate(
         1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
     number_coverage: float = number_coverage_option(),
+    word_penalty: float = word_penalty_option(),
     n_best: int = typer.Option(
         1,
         help="Print the n best beam hypotheses with their scores (one sentence; the beam is "
@@ -105,12 +107,21 @@ def translate(
                 n_best=n_best,
                 length_penalty=length_penalty,
                 number_coverage=number_coverage,
+                word_penalty=word_penalty,
                 fix_numbers=fix_numbers,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
             return
         cfg = decode_config(
-            beam, sample, temperature, top_k, top_p, seed, length_penalty, number_coverage
+            beam,
+            sample,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+            length_penalty,
+            number_coverage,
+            word_penalty=word_penalty,
         )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers

@@ -27,6 +27,7 @@ import random
 import shutil
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec
+from attenzione.lexicon import word_list
 from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.dev_eval import dev_loss, dev_scores
@@ -233,6 +235,12 @@ class Trainer:
         hours = self.progress.train_seconds / 3600 + (self.init.get("train_hours") or 0.0)
         return {"initialised_from": self.init, "train_hours_with_init": round(hours, 3)}
 
+    @cached_property
+    def target_words(self) -> list[str]:
+        """The words of the training targets: the model directory's known words (the word
+        check of beam search, :mod:`attenzione.lexicon`)."""
+        return word_list(tgt for _, tgt in self.data.train)
+
     def save(self, name: str, *, with_state: bool) -> None:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
         if self.rank != 0:
@@ -251,6 +259,7 @@ class Trainer:
             if with_state
             else None,
             extra_files={model_dir.TRAIN_CONFIG_NAME: self.cfg.to_json() + "\n"},
+            words=self.target_words,
         )
 
     def _metric(self, record: dict[str, Any]) -> None:

@@ -57,7 +57,7 @@ import torch
 from torch import Tensor
 
 from attenzione.config import DecodeConfig
-from attenzione.lexicon import Lexicon, WordCheck
+from attenzione.lexicon import Charge, Lexicon, WordCheck
 
 
 class DecodingModel(Protocol):
@@ -139,11 +139,11 @@ class Strategy:
         logits: Tensor,
         log_probs: Tensor,
         owed: Tensor | None = None,
-        charge: Tensor | None = None,
+        charge: Charge | None = None,
     ) -> Step | None:
         """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based).
         ``owed`` (N,C): the coverage symbols each row has yet to write (None: no coverage).
-        ``charge`` (N,V): what each continuation costs in ranking (≤ 0; beam search only)."""
+        ``charge``: what the continuations cost in ranking (beam search only)."""
         raise NotImplementedError
 
     def results(self) -> list[list[Hypothesis]]:
@@ -171,7 +171,7 @@ class Greedy(Strategy):
         logits: Tensor,
         log_probs: Tensor,
         owed: Tensor | None = None,
-        charge: Tensor | None = None,
+        charge: Charge | None = None,
     ) -> Step | None:
         nxt, picked = self.choose(logits, log_probs)
         done = (nxt == self.eos_id) | (self.limit_t[self.live] <= step + 1)  # (N,)
@@ -229,6 +229,7 @@ class BeamSearch(Strategy):
         self.scores = torch.full((b, k), float("-inf"), device=dev)
         self.scores[:, 0] = 0.0  # all beams start identical: only the first may expand
         self.paid = torch.zeros((b, k), device=dev)  # word penalties charged so far (≤ 0)
+        self.any_paid = False
         self.history = torch.empty((b * k, 0), dtype=torch.long, device=dev)  # (N, step)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(b)]
 
@@ -257,15 +258,25 @@ class BeamSearch(Strategy):
         logits: Tensor,
         log_probs: Tensor,
         owed: Tensor | None = None,
-        charge: Tensor | None = None,
+        charge: Charge | None = None,
     ) -> Step | None:
         k, n = self.k, len(self.live)
         v = log_probs.shape[-1]
-        cand = self.scores.view(n * k, 1) + log_probs  # (n·K,V) total log-probs
-        paid = self.paid.view(n * k, 1) + (0.0 if charge is None else charge)  # (n·K,1|V)
-        rank = (cand + paid).view(n, k * v)  # what the search ranks by
-        top_r, top_i = rank.topk(min(2 * k, k * v), dim=1)  # (n,2K)
-        top_s = cand.view(n, k * v).gather(1, top_i)
+        base = self.scores.view(n * k, 1)  # (n·K,1) total log-probs so far
+        width = min(2 * k, k * v)
+        if charge is None and not self.any_paid:  # nothing charged: rank by log-prob
+            top_s, top_i = (base + log_probs).view(n, k * v).topk(width, dim=1)  # (n,2K)
+            top_r = top_s
+        else:  # rank by log-prob + charges, and read the model's own score back
+            paid = self.paid.view(n * k, 1)
+            if charge is not None and charge.now is not None:
+                paid = paid - charge.now[:, None]
+            rank = (base + paid) + log_probs  # (n·K,V)
+            if charge is not None and charge.end_rows is not None:
+                rank[charge.end_rows] -= charge.end_cost  # rows whose word would end unfinished
+            top_r, top_i = rank.view(n, k * v).topk(width, dim=1)  # (n,2K)
+            rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
+            top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
         parent_l = (top_i // v).tolist()
         tok_l = (top_i % v).tolist()
         score_l = top_s.tolist()
@@ -323,6 +334,7 @@ class BeamSearch(Strategy):
         self.history = torch.cat([self.history.index_select(0, index), tok_t[:, None]], dim=1)
         self.scores = torch.tensor(new_scores, device=self.device).view(len(still), k)
         self.paid = torch.tensor(new_paid, device=self.device).view(len(still), k)
+        self.any_paid = any(new_paid)
         self.live = [self.live[g] for g in still]
         return Step(tok_t, index)
 

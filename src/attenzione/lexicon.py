@@ -102,6 +102,17 @@ class Lexicon:
         return hit
 
 
+@dataclass
+class Charge:
+    """What beam search's continuations cost in ranking this step (≥ 0, subtracted from
+    their total log-prob): ``now`` (N,) every continuation of a row (None: no row pays now),
+    and ``end_cost`` (V,) the continuations that end the word of each row in ``end_rows``."""
+
+    now: Tensor | None
+    end_rows: Tensor | None
+    end_cost: Tensor
+
+
 class WordCheck:
     """The words each beam row is writing, and the penalty each next token brings (used by
     :func:`attenzione.decoding.generate`)."""
@@ -111,26 +122,32 @@ class WordCheck:
         self.sentence = row_sentence  # the sentence each row belongs to
         self.word = [""] * len(row_sentence)  # the word each row is writing
         self.charged = [False] * len(row_sentence)  # that word has been penalised already
-        self.ends = lexicon.starts.to(device).float()  # (V,)
+        self.end_cost = lexicon.penalty * lexicon.starts.to(device).float()  # (V,)
+        self.is_start = lexicon.starts.tolist()
         self.device = device
 
-    def penalty(self) -> Tensor:
-        """(N,V) what each row pays (≤ 0, total log-prob) if it writes each token next: now,
-        for a word that has just become impossible; at the word's end, for one that stops
-        short of being a word."""
-        now, at_end = [], []
+    def penalty(self) -> Charge | None:
+        """What each row pays (in total log-prob) for what it writes next (None: nothing):
+        at once, for a word that has just become impossible; at the word's end, for one that
+        stops short of being a word."""
+        fits = self.lex.fits
+        now = [0.0] * len(self.word)
+        at_end: list[int] = []
         for r, (sent, word) in enumerate(zip(self.sentence, self.word, strict=True)):
-            if self.charged[r] or self.lex.fits(sent, word, whole=False):
-                whole = self.charged[r] or self.lex.fits(sent, word, whole=True)
-                now.append(0.0)
-                at_end.append(0.0 if whole else 1.0)
-            else:
+            if self.charged[r] or not word:
+                continue
+            if not fits(sent, word, whole=False):
                 self.charged[r] = True
-                now.append(1.0)
-                at_end.append(0.0)
-        now_t = torch.tensor(now, device=self.device)[:, None]
-        end_t = torch.tensor(at_end, device=self.device)[:, None] * self.ends[None, :]
-        return -self.lex.penalty * (now_t + end_t)
+                now[r] = self.lex.penalty
+            elif not fits(sent, word, whole=True):
+                at_end.append(r)
+        if not at_end and not any(now):
+            return None
+        return Charge(
+            torch.tensor(now, device=self.device) if any(now) else None,
+            torch.tensor(at_end, dtype=torch.long, device=self.device) if at_end else None,
+            self.end_cost,
+        )
 
     def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
         """The rows live on from ``rows`` (None: the same) and write ``tokens``."""
@@ -140,7 +157,7 @@ class WordCheck:
             self.word = [self.word[r] for r in keep]
             self.charged = [self.charged[r] for r in keep]
         for r, tok in enumerate(tokens.tolist()):
-            if bool(self.lex.starts[tok]):
+            if self.is_start[tok]:
                 self.word[r], self.charged[r] = self.lex.texts[tok], False
             else:
                 self.word[r] += self.lex.texts[tok]

@@ -1,0 +1,193 @@
+"""Known words: the word list, the check of a (partial) word, and beam search that ranks
+invented words down — on a scripted stub, on a model directory and on the shipped model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from attenzione import model_dir
+from attenzione.config import DecodeConfig
+from attenzione.decoding import generate
+from attenzione.lexicon import Lexicon, piece_table, word_list, words_of
+from attenzione.translator import Translator
+
+# a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it
+PIECES = ["<pad>", "<s>", "</s>", "▁ga", "tto", "ppo", "tt", "▁è", "<0xC3>"]
+PAD, BOS, EOS, GA, TTO, PPO, TT, E, BYTE = range(len(PIECES))
+V = len(PIECES)
+KNOWN = ["gatto", "è"]
+
+
+def _lexicon(*sources: set[str], penalty: float = 8.0) -> Lexicon:
+    texts, starts = piece_table(PIECES, EOS)
+    return Lexicon(KNOWN, texts, starts, [frozenset(s) for s in sources], penalty)
+
+
+def test_words_are_lowercased_letter_runs() -> None:
+    assert words_of("Dell'Università, 2017: l'8% è") == ["dell", "università", "l", "è"]
+    assert word_list(["Il gatto.", "il Cane", "GATTO 3"]) == ["cane", "gatto", "il"]
+
+
+def test_piece_table_marks_word_starts_and_writes_no_specials() -> None:
+    texts, starts = piece_table(PIECES, EOS)
+    assert texts == ["", "", "", "ga", "tto", "ppo", "tt", "è", ""]
+    assert starts.tolist() == [False, False, True, True, False, False, False, True, False]
+
+
+def test_fits_whole_words_and_starts_of_words() -> None:
+    lex = _lexicon({"raonic"})
+    assert lex.fits(0, "gatto", whole=True)
+    assert lex.fits(0, "Gatto,", whole=True)  # case and punctuation do not matter
+    assert lex.fits(0, "gatt", whole=False)  # can still become "gatto"
+    assert not lex.fits(0, "gatt", whole=True)  # but is not a word
+    assert not lex.fits(0, "gappo", whole=False)  # no known word starts so
+    assert lex.fits(0, "Raonic", whole=True)  # the source's words count as known
+    assert not lex.fits(0, "Raonica", whole=False)
+    assert lex.fits(0, "è,", whole=False)  # after punctuation the word is whole
+    assert not lex.fits(0, "gatt,", whole=False)
+    assert lex.fits(0, "", whole=True) and lex.fits(0, "2017", whole=True)  # no letters
+
+
+@dataclass
+class _Cache:
+    prefixes: list[list[int]]
+
+    def reorder(self, indices: torch.Tensor) -> _Cache:
+        self.prefixes = [list(self.prefixes[i]) for i in indices.tolist()]
+        return self
+
+
+class _Speller:
+    """p(next | prefix) from a table: after "▁ga" the model prefers the invented "gappo"
+    (0.6) to "gatto" (0.3), and to "gatt" + <eos> (0.1)."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {GA: 1.0},
+        (GA,): {PPO: 0.6, TTO: 0.3, TT: 0.1},
+    }
+
+    def __init__(self) -> None:
+        self.config = SimpleNamespace(
+            pad_id=PAD, bos_id=BOS, eos_id=EOS, max_len=20, tgt_vocab_size=V
+        )
+
+    def encode(self, src_ids: torch.Tensor) -> SimpleNamespace:
+        b = src_ids.shape[0]
+        return SimpleNamespace(memory=torch.zeros(b, 1, 1), memory_mask=torch.ones(b, 1, 1, 1))
+
+    def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor, capacity: int) -> _Cache:
+        return _Cache([[] for _ in range(memory.shape[0])])
+
+    def decode(self, tgt_ids: torch.Tensor, cache: _Cache) -> SimpleNamespace:
+        rows = []
+        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
+            if tok != BOS:
+                cache.prefixes[r].append(tok)
+            logp = torch.full((V,), -1e9)
+            for t, p in self.TABLE.get(tuple(cache.prefixes[r]), {EOS: 1.0}).items():
+                logp[t] = math.log(p)
+            rows.append(logp)
+        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+
+
+def _src(batch: int = 1) -> torch.Tensor:
+    return torch.full((batch, 3), 3, dtype=torch.long)
+
+
+BEAM = DecodeConfig(method="beam", beam_size=3, n_best=3, length_penalty=0.0)
+
+
+def test_an_invented_word_is_ranked_down_and_log_probs_stay_the_models() -> None:
+    plain = generate(_Speller(), _src(), BEAM)[0]
+    assert plain[0].tokens == [GA, PPO]  # the model's own choice: "gappo"
+    hyps = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=8.0))[0]
+    assert [h.tokens for h in hyps] == [[GA, TTO], [GA, PPO], [GA, TT]]
+    # "gappo" pays once, at the piece that made it impossible; "gatt" at its end
+    assert [h.score for h in hyps] == pytest.approx(
+        [math.log(0.3), math.log(0.6) - 8.0, math.log(0.1) - 8.0]
+    )
+    assert [h.log_prob for h in hyps] == pytest.approx([math.log(p) for p in (0.3, 0.6, 0.1)])
+
+
+def test_a_weak_penalty_leaves_a_much_likelier_word() -> None:
+    weak = _lexicon(set(), penalty=0.5)  # 0.6·e^-0.5 = 0.36 > 0.3
+    assert generate(_Speller(), _src(), BEAM, lexicon=weak)[0][0].tokens == [GA, PPO]
+
+
+def test_a_source_word_is_known_for_its_own_sentence_only() -> None:
+    # sentence 0's source has "Gappo" (a name to copy); sentence 1's does not
+    out = generate(_Speller(), _src(2), BEAM, lexicon=_lexicon({"gappo"}, set()))
+    assert [h[0].tokens for h in out] == [[GA, PPO], [GA, TTO]]
+
+
+def test_the_check_is_off_at_zero_and_for_greedy_and_sampling() -> None:
+    for cfg in (
+        DecodeConfig(method="greedy"),
+        DecodeConfig(method="sample", top_k=1),
+    ):
+        assert generate(_Speller(), _src(), cfg, lexicon=_lexicon(set()))[0][0].tokens == [
+            GA,
+            PPO,
+        ]
+    off = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=0.0))[0]
+    assert off == generate(_Speller(), _src(), BEAM)[0]
+
+
+def test_a_lexicon_for_another_batch_is_refused() -> None:
+    with pytest.raises(ValueError, match="2 sources"):
+        generate(_Speller(), _src(2), BEAM, lexicon=_lexicon(set()))
+
+
+# ---------------------------------------------------------------------------- model directories
+def test_word_list_round_trips_through_a_model_directory(tmp_path: Path) -> None:
+    shipped = Translator.from_pretrained()
+    words = ["città", "gatto", "è"]
+    shipped.known_words = words
+    out = shipped.save_pretrained(tmp_path / "m")
+    assert (out / model_dir.WORDS_NAME).read_text(encoding="utf-8") == "città\ngatto\nè\n"
+    assert Translator.from_pretrained(out).known_words == words
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"gatto\nDue parole\n", "line 2"), (b"gatto\n\xff\n", "not UTF-8"), (b"Gatto\n", "line 1")],
+)
+def test_a_damaged_word_list_is_a_one_line_error(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    (tmp_path / model_dir.WORDS_NAME).write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        model_dir.read_words(tmp_path)
+
+
+def test_a_directory_without_a_word_list_decodes_as_before(tmp_path: Path) -> None:
+    shipped = Translator.from_pretrained()
+    shipped.known_words = None
+    out = shipped.save_pretrained(tmp_path / "m")
+    assert not (out / model_dir.WORDS_NAME).exists()
+    bare = Translator.from_pretrained(out)
+    assert bare.known_words is None
+    sentence = "The athlete Raonic was born in Atlanta."
+    assert bare.translate(sentence) == bare.translate(sentence, word_penalty=0)
+
+
+def test_the_shipped_model_has_its_training_targets_words() -> None:
+    words = Translator.from_pretrained().known_words
+    assert words is not None and len(words) > 50_000
+    assert {"architettura", "ciao", "gatto", "università"} <= set(words)
+    assert words == sorted(words)
+
+
+def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
+    tr = Translator.from_pretrained()
+    sentence = "Maroochydore then defeated Caboolture in the Preliminary Final."  # FLORES dev
+    checked = tr.translate(sentence)[0]
+    assert "Maroochydore" in checked and "Caboolture" in checked
+    # without the check the model writes "Marochydore", a word of neither language
+    assert "Maroochydore" not in tr.translate(sentence, word_penalty=0)[0]

@@ -17,9 +17,24 @@ from attenzione.decoding import generate
 from attenzione.lexicon import Lexicon, piece_table, word_list, words_of
 from attenzione.translator import Translator
 
-# a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it
-PIECES = ["<pad>", "<s>", "</s>", "▁ga", "tto", "ppo", "tt", "▁è", "<0xC3>"]
-PAD, BOS, EOS, GA, TTO, PPO, TT, E, BYTE = range(len(PIECES))
+# a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it; "▁Dvo",
+# <0xC5><0x99> ("ř") and "ák" spell the name Dvořák
+PIECES = [
+    "<pad>",
+    "<s>",
+    "</s>",
+    "▁ga",
+    "tto",
+    "ppo",
+    "tt",
+    "▁è",
+    "<0xC5>",
+    "<0x99>",
+    "▁Dvo",
+    "ák",
+    "▁Do",
+]
+PAD, BOS, EOS, GA, TTO, PPO, TT, E, B1, B2, DVO, AK, DO = range(len(PIECES))
 V = len(PIECES)
 KNOWN = ["gatto", "è"]
 
@@ -36,8 +51,9 @@ def test_words_are_lowercased_letter_runs() -> None:
 
 def test_piece_table_marks_word_starts_and_writes_no_specials() -> None:
     texts, starts = piece_table(PIECES, EOS)
-    assert texts == ["", "", "", "ga", "tto", "ppo", "tt", "è", ""]
-    assert starts.tolist() == [False, False, True, True, False, False, False, True, False]
+    assert texts[:8] == [b"", b"", b"", b"ga", b"tto", b"ppo", b"tt", "è".encode()]
+    assert texts[B1 : B2 + 1] == [b"\xc5", b"\x99"]  # a byte piece writes its byte
+    assert [i for i, s in enumerate(starts.tolist()) if s] == [EOS, GA, E, DVO, DO]
 
 
 def test_fits_whole_words_and_starts_of_words() -> None:
@@ -126,17 +142,62 @@ def test_a_source_word_is_known_for_its_own_sentence_only() -> None:
     assert [h[0].tokens for h in out] == [[GA, PPO], [GA, TTO]]
 
 
-def test_the_check_is_off_at_zero_and_for_greedy_and_sampling() -> None:
-    for cfg in (
-        DecodeConfig(method="greedy"),
-        DecodeConfig(method="sample", top_k=1),
-    ):
-        assert generate(_Speller(), _src(), cfg, lexicon=_lexicon(set()))[0][0].tokens == [
-            GA,
-            PPO,
-        ]
+def test_a_spoiled_word_is_charged_as_it_is_chosen_even_with_one_beam() -> None:
+    # one beam keeps one hypothesis: had "ppo" been charged a step late, "gappo" would
+    # already have pushed "gatto" out
+    one = DecodeConfig(method="beam", beam_size=1, length_penalty=0.0)
+    best = generate(_Speller(), _src(), one, lexicon=_lexicon(set()))[0][0]
+    assert best.tokens == [GA, TTO]
+    assert best.score == pytest.approx(math.log(0.3))
+
+
+class _Wordy(_Speller):
+    """Two words: "gappo" (0.6) or "gatto" (0.4), then "è" and the end: the charge for
+    "gappo" must follow its hypothesis through the steps after it."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {GA: 1.0},
+        (GA,): {PPO: 0.6, TTO: 0.4},
+        (GA, PPO): {E: 1.0},
+        (GA, TTO): {E: 1.0},
+    }
+
+
+def test_a_charge_stays_with_its_hypothesis_to_the_end() -> None:
+    hyps = generate(_Wordy(), _src(2), BEAM, lexicon=_lexicon(set(), {"gappo"}))
+    assert [h.tokens for h in hyps[0][:2]] == [[GA, TTO, E], [GA, PPO, E]]
+    assert [h.score for h in hyps[0][:2]] == pytest.approx([math.log(0.4), math.log(0.6) - 8.0])
+    assert hyps[1][0].tokens == [GA, PPO, E]  # the other sentence's source has "gappo"
+
+
+class _Copier(_Speller):
+    """Copies the name Dvořák, its "ř" in byte pieces (0.4), or writes "Do" (0.6)."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {DO: 0.6, DVO: 0.4},
+        (DVO,): {B1: 1.0},
+        (DVO, B1): {B2: 1.0},
+        (DVO, B1, B2): {AK: 1.0},
+    }
+
+
+def test_a_source_name_spelled_in_bytes_is_free_to_copy() -> None:
+    # "Do" is no word; "Dvořák" is the source's, even while its "ř" is half written
+    hyps = generate(_Copier(), _src(), BEAM, lexicon=_lexicon({"dvořák"}))[0]
+    assert hyps[0].tokens == [DVO, B1, B2, AK]
+    assert hyps[0].score == pytest.approx(math.log(0.4))
+
+
+def test_the_check_is_off_at_zero() -> None:
     off = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=0.0))[0]
+    assert off[0].tokens == [GA, PPO]
     assert off == generate(_Speller(), _src(), BEAM)[0]
+
+
+@pytest.mark.parametrize("penalty", [-1.0, float("inf"), float("nan")])
+def test_a_penalty_that_is_not_a_finite_number_is_refused(penalty: float) -> None:
+    with pytest.raises(ValueError, match="word_penalty"):
+        DecodeConfig(word_penalty=penalty)
 
 
 def test_a_lexicon_for_another_batch_is_refused() -> None:
@@ -148,7 +209,7 @@ def test_a_lexicon_for_another_batch_is_refused() -> None:
 def test_word_list_round_trips_through_a_model_directory(tmp_path: Path) -> None:
     shipped = Translator.from_pretrained()
     words = ["città", "gatto", "è"]
-    shipped.known_words = words
+    shipped.known_words = ["è", "gatto", "città", "gatto"]  # kept sorted and distinct
     out = shipped.save_pretrained(tmp_path / "m")
     assert (out / model_dir.WORDS_NAME).read_text(encoding="utf-8") == "città\ngatto\nè\n"
     assert Translator.from_pretrained(out).known_words == words
@@ -156,7 +217,12 @@ def test_word_list_round_trips_through_a_model_directory(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"gatto\nDue parole\n", "line 2"), (b"gatto\n\xff\n", "not UTF-8"), (b"Gatto\n", "line 1")],
+    [
+        (b"gatto\nDue parole\n", "line 2"),
+        (b"gatto\n\xff\n", "not UTF-8"),
+        (b"Gatto\n", "line 1"),
+        (b"", "is empty"),
+    ],
 )
 def test_a_damaged_word_list_is_a_one_line_error(
     tmp_path: Path, content: bytes, message: str

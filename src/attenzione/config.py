@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -210,7 +211,14 @@ class DecodeConfig(_JsonMixin):
         _check(
             self.number_coverage >= 0, f"number_coverage must be >= 0, got {self.number_coverage}"
         )
-        _check(self.word_penalty >= 0, f"word_penalty must be >= 0, got {self.word_penalty}")
+        _check(
+            math.isfinite(self.word_penalty) and self.word_penalty >= 0,
+            f"word_penalty must be a finite number >= 0, got {self.word_penalty}",
+        )
+        _check(
+            math.isfinite(self.number_coverage),
+            f"number_coverage must be finite, got {self.number_coverage}",
+        )
 
 
 @dataclass(frozen=True)

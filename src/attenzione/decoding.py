@@ -274,6 +274,8 @@ class BeamSearch(Strategy):
             rank = (base + paid) + log_probs  # (n·K,V)
             if charge is not None and charge.end_rows is not None:
                 rank[charge.end_rows] -= charge.end_cost  # rows whose word would end unfinished
+            if charge is not None and charge.rows is not None and charge.tokens is not None:
+                rank[charge.rows, charge.tokens] -= charge.cost  # tokens that spoil their word
             top_r, top_i = rank.view(n, k * v).topk(width, dim=1)  # (n,2K)
             rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
             top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
@@ -492,7 +494,7 @@ def generate(
     words = None
     if lexicon is not None:
         row_sentence = list(range(n)) if rows is None else rows.tolist()
-        words = WordCheck(lexicon, row_sentence, src_ids.device)
+        words = WordCheck(lexicon, row_sentence, 2 * cfg.beam_size, src_ids.device)
     for step in range(int(limits.max())):
         logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
         if step < cfg.min_len:
@@ -503,8 +505,9 @@ def generate(
             _keep_utf8(logits, bytes_owed, roles)
         if need is not None and have is not None:
             owed = (need - have).clamp(min=0)  # (N,C)
-        charge = None if words is None else words.penalty()
-        chosen = strategy.step(step, logits, torch.log_softmax(logits, dim=-1), owed, charge)
+        log_probs = torch.log_softmax(logits, dim=-1)
+        charge = None if words is None else words.penalty(log_probs)
+        chosen = strategy.step(step, logits, log_probs, owed, charge)
         if chosen is None:
             break
         if chosen.rows is not None:

@@ -27,6 +27,7 @@ from torch import Tensor
 
 WORD = re.compile(r"[^\W\d_]+")
 WORD_MARK = "\u2581"  # SentencePiece's "a word starts here"
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")  # byte fallback's pieces (as in data.tokenizers)
 
 
 def words_of(text: str) -> list[str]:
@@ -42,18 +43,22 @@ def word_list(texts: Iterable[str]) -> list[str]:
     return sorted(seen)
 
 
-def piece_table(pieces: Sequence[str], eos_id: int) -> tuple[list[str], Tensor]:
-    """What each target token writes (``""`` for byte pieces and special tokens) and (V,)
-    whether it begins a new word (a ``▁`` piece, or ``<eos>``, which ends the last one)."""
-    texts: list[str] = []
+def piece_table(pieces: Sequence[str], eos_id: int) -> tuple[list[bytes], Tensor]:
+    """What each target token writes, as UTF-8 (a byte piece ``<0xC5>`` its byte; special
+    tokens nothing), and (V,) whether it begins a new word (a ``▁`` piece, or ``<eos>``,
+    which ends the last one)."""
+    texts: list[bytes] = []
     starts = torch.zeros(len(pieces), dtype=torch.bool)
     for i, piece in enumerate(pieces):
+        if BYTE_PIECE.fullmatch(piece):
+            texts.append(bytes([int(piece[3:5], 16)]))
+            continue
         if piece.startswith("<") and piece.endswith(">"):
-            piece = ""  # <pad>, <s>, </s>, <unk>, <0xE2>: no letters
+            piece = ""  # <pad>, <s>, </s>, <unk>: no letters
         if piece.startswith(WORD_MARK):
             starts[i] = True
             piece = piece[1:]
-        texts.append(piece)
+        texts.append(piece.encode("utf-8"))
     if 0 <= eos_id < len(pieces):
         starts[eos_id] = True
     return texts, starts
@@ -65,7 +70,7 @@ class Lexicon:
     of its source (``sources``), with what each target token writes (:func:`piece_table`)."""
 
     known: Sequence[str]
-    texts: Sequence[str]
+    texts: Sequence[bytes]
     starts: Tensor
     sources: Sequence[frozenset[str]]
     penalty: float
@@ -105,59 +110,96 @@ class Lexicon:
 @dataclass
 class Charge:
     """What beam search's continuations cost in ranking this step (≥ 0, subtracted from
-    their total log-prob): ``now`` (N,) every continuation of a row (None: no row pays now),
-    and ``end_cost`` (V,) the continuations that end the word of each row in ``end_rows``."""
+    their total log-prob): ``now`` (N,) every continuation of a row (None: no row pays now);
+    ``end_cost`` (V,) the continuations that end the word of each row in ``end_rows``; and
+    ``cost`` each continuation (``rows[i]``, ``tokens[i]``) that makes its word impossible."""
 
     now: Tensor | None
     end_rows: Tensor | None
     end_cost: Tensor
+    rows: Tensor | None
+    tokens: Tensor | None
+    cost: float
 
 
 class WordCheck:
-    """The words each beam row is writing, and the penalty each next token brings (used by
-    :func:`attenzione.decoding.generate`)."""
+    """The word each beam row is writing, and what each next token costs (used by
+    :func:`attenzione.decoding.generate`).
 
-    def __init__(self, lexicon: Lexicon, row_sentence: list[int], device: torch.device) -> None:
+    A row's candidates among its ``width`` likeliest tokens are checked one by one: one that
+    makes its word impossible is charged as it is chosen. A row whose word became impossible
+    through a token outside them pays at the next step instead, on every continuation.
+    """
+
+    def __init__(
+        self, lexicon: Lexicon, row_sentence: list[int], width: int, device: torch.device
+    ) -> None:
         self.lex = lexicon
         self.sentence = row_sentence  # the sentence each row belongs to
-        self.word = [""] * len(row_sentence)  # the word each row is writing
+        self.word = [b""] * len(row_sentence)  # the word each row is writing, as UTF-8
         self.charged = [False] * len(row_sentence)  # that word has been penalised already
         self.end_cost = lexicon.penalty * lexicon.starts.to(device).float()  # (V,)
         self.is_start = lexicon.starts.tolist()
+        self.width = width
         self.device = device
+        self._charged_now: set[tuple[int, int]] = set()  # (row, token) charged this step
 
-    def penalty(self) -> Charge | None:
-        """What each row pays (in total log-prob) for what it writes next (None: nothing):
-        at once, for a word that has just become impossible; at the word's end, for one that
-        stops short of being a word."""
-        fits = self.lex.fits
+    def penalty(self, log_probs: Tensor) -> Charge | None:
+        """What each row pays (in total log-prob) for what it writes next, given its (N,V)
+        ``log_probs`` (None: nothing): a token that makes its word impossible; any token,
+        for a word that became impossible unnoticed; a token that ends a word that stops
+        short of being one."""
+        fits, texts, is_start = self.lex.fits, self.lex.texts, self.is_start
+        width = min(self.width, log_probs.shape[-1])
+        likely = log_probs.topk(width, dim=-1).indices.tolist()  # (N,width)
         now = [0.0] * len(self.word)
         at_end: list[int] = []
+        bad_rows: list[int] = []
+        bad_tokens: list[int] = []
         for r, (sent, word) in enumerate(zip(self.sentence, self.word, strict=True)):
-            if self.charged[r] or not word:
-                continue
-            if not fits(sent, word, whole=False):
-                self.charged[r] = True
+            text = word.decode("utf-8", "ignore")
+            open_word = not self.charged[r]
+            if open_word and text and not fits(sent, text, whole=False):
+                self.charged[r], open_word = True, False
                 now[r] = self.lex.penalty
-            elif not fits(sent, word, whole=True):
+            elif open_word and text and not fits(sent, text, whole=True):
                 at_end.append(r)
-        if not at_end and not any(now):
+            for tok in likely[r]:
+                if is_start[tok]:
+                    new = texts[tok].decode("utf-8", "ignore")
+                elif open_word:
+                    new = (word + texts[tok]).decode("utf-8", "ignore")
+                else:
+                    continue  # this word has paid already
+                if new and not fits(sent, new, whole=False):
+                    bad_rows.append(r)
+                    bad_tokens.append(tok)
+        self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
+        if not at_end and not any(now) and not bad_rows:
             return None
+
+        def long(xs: list[int]) -> Tensor | None:
+            return torch.tensor(xs, dtype=torch.long, device=self.device) if xs else None
+
         return Charge(
             torch.tensor(now, device=self.device) if any(now) else None,
-            torch.tensor(at_end, dtype=torch.long, device=self.device) if at_end else None,
+            long(at_end),
             self.end_cost,
+            long(bad_rows),
+            long(bad_tokens),
+            self.lex.penalty,
         )
 
     def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
         """The rows live on from ``rows`` (None: the same) and write ``tokens``."""
-        if rows is not None:
-            keep = rows.tolist()
-            self.sentence = [self.sentence[r] for r in keep]
-            self.word = [self.word[r] for r in keep]
-            self.charged = [self.charged[r] for r in keep]
-        for r, tok in enumerate(tokens.tolist()):
+        parents = list(range(len(self.word))) if rows is None else rows.tolist()
+        self.sentence = [self.sentence[r] for r in parents]
+        self.word = [self.word[r] for r in parents]
+        self.charged = [self.charged[r] for r in parents]
+        for r, (parent, tok) in enumerate(zip(parents, tokens.tolist(), strict=True)):
             if self.is_start[tok]:
                 self.word[r], self.charged[r] = self.lex.texts[tok], False
             else:
                 self.word[r] += self.lex.texts[tok]
+            if (parent, tok) in self._charged_now:
+                self.charged[r] = True

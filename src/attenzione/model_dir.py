@@ -272,6 +272,8 @@ def read_words(directory: str | Path) -> list[str] | None:
     for n, line in enumerate(lines, 1):
         if words_of(line) != [line]:
             raise ValueError(f"{path}, line {n}: {line!r} is not one lowercased word")
+    if not lines:
+        raise ValueError(f"{path} is empty: a word list needs the words of the training targets")
     return sorted(set(lines))
 
 

@@ -122,7 +122,7 @@ class Translator:
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon), and what each target piece writes, for checking them
-        self.known_words = None if known_words is None else sorted(set(known_words))
+        self.known_words = known_words
         pieces = [
             tgt_tokenizer.id_to_token(i) if i < tgt_tokenizer.vocab_size else "<>"
             for i in range(model.config.tgt_vocab_size)
@@ -255,6 +255,15 @@ class Translator:
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results
+
+    @property
+    def known_words(self) -> list[str] | None:
+        """The words beam search checks the output against (sorted; None: no check)."""
+        return self._known_words
+
+    @known_words.setter
+    def known_words(self, words: Sequence[str] | None) -> None:
+        self._known_words = None if words is None else sorted(set(words))
 
     def _lexicon(self, src: list[list[int]], cfg: DecodeConfig) -> Lexicon | None:
         """The known words and each source's words, for beam search's word check (None when

@@ -467,8 +467,9 @@ class Translator:
         one's score. A blank sentence gives ``[ScoredTranslation("", 0.0, 0.0, ())]``. A
         sentence too long for the model is translated in pieces (the input policy) and gets
         one candidate: the pieces' best translations joined, their log-probs summed.
-        Candidates are ranked by beam search's score (with the number coverage), so a
-        candidate that owes a digit can come after one with a lower ``confidence``.
+        Candidates are ranked by beam search's score (with the number coverage and the word
+        check), so a candidate that owes a digit or invents a word can come after one with a
+        lower ``confidence``.
         """
         cfg = decode_config(
             max(beam, n_best),

@@ -64,6 +64,12 @@ def piece_table(pieces: Sequence[str], eos_id: int) -> tuple[list[bytes], Tensor
     return texts, starts
 
 
+def _has(words: Sequence[str], w: str, *, whole: bool) -> bool:
+    """Whether sorted ``words`` hold ``w`` (``whole``) or a word that starts with it."""
+    i = bisect.bisect_left(words, w)
+    return i < len(words) and (words[i] == w if whole else words[i].startswith(w))
+
+
 @dataclass
 class Lexicon:
     """The known words (``known``: sorted, lowercased) and, per sentence of a batch, the words
@@ -76,17 +82,18 @@ class Lexicon:
     penalty: float
     _memo: dict[tuple[int, str, bool], bool] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        self._sorted_sources = [sorted(words) for words in self.sources]
+
     def _is_word(self, sent: int, word: str) -> bool:
-        if word in self.sources[sent]:
-            return True
-        i = bisect.bisect_left(self.known, word)
-        return i < len(self.known) and self.known[i] == word
+        return _has(self.known, word, whole=True) or _has(
+            self._sorted_sources[sent], word, whole=True
+        )
 
     def _is_start(self, sent: int, prefix: str) -> bool:
-        if any(w.startswith(prefix) for w in self.sources[sent]):
-            return True
-        i = bisect.bisect_left(self.known, prefix)
-        return i < len(self.known) and self.known[i].startswith(prefix)
+        return _has(self.known, prefix, whole=False) or _has(
+            self._sorted_sources[sent], prefix, whole=False
+        )
 
     def fits(self, sent: int, text: str, *, whole: bool) -> bool:
         """Whether ``text`` (one word as the pieces wrote it, punctuation included) is made of

@@ -122,12 +122,17 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true", help="score only, write nothing")
     args = parser.parse_args()
     tr = Translator.from_pretrained(args.run / args.checkpoint)
-    if "number_format" not in tr.info:  # a checkpoint saved before the trainer recorded it
-        tr.number_format = number_format_of(read_pairs(args.run / "data" / "train.tsv"))
+    # a checkpoint saved before the trainer recorded its number format or its word list:
+    # both come from the run's training pairs, read once
+    train = None
+    if "number_format" not in tr.info or tr.known_words is None:
+        train = read_pairs(args.run / "data" / "train.tsv")
+    if "number_format" not in tr.info and train is not None:
+        tr.number_format = number_format_of(train)
         tr.info["number_format"] = tr.number_format
     print("number format", tr.number_format)
-    if tr.known_words is None:  # a checkpoint saved before the trainer wrote its word list
-        tr.known_words = word_list(t for _, t in read_pairs(args.run / "data" / "train.tsv"))
+    if tr.known_words is None and train is not None:
+        tr.known_words = word_list(t for _, t in train)
     print("known words", len(tr.known_words))
     results = {}
     extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,13 +122,8 @@ class Translator:
         self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
         self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
         # the words of the training targets, sorted (None: no word check; see
-        # attenzione.lexicon), and what each target piece writes, for checking them
+        # attenzione.lexicon)
         self.known_words = known_words
-        pieces = [
-            tgt_tokenizer.id_to_token(i) if i < tgt_tokenizer.vocab_size else "<>"
-            for i in range(model.config.tgt_vocab_size)
-        ]
-        self._piece_texts, self._word_starts = piece_table(pieces, model.config.eos_id)
         # how the target language writes 1,234.5 (what the training targets did; see
         # attenzione.data.numbers.localize_numbers): the model's own unless set otherwise
         self.number_format = str(self.info.get("number_format", "keep"))
@@ -265,15 +261,21 @@ class Translator:
     def known_words(self, words: Sequence[str] | None) -> None:
         self._known_words = None if words is None else sorted(set(words))
 
+    @cached_property
+    def _word_pieces(self) -> tuple[list[bytes], torch.Tensor]:
+        """What each target piece writes and which begin a word (:func:`piece_table`), built
+        the first time a word check runs."""
+        tok, v = self.tgt_tokenizer, self.model.config.tgt_vocab_size
+        pieces = [tok.id_to_token(i) if i < tok.vocab_size else "<>" for i in range(v)]
+        return piece_table(pieces, self.model.config.eos_id)
+
     def _lexicon(self, src: list[list[int]], cfg: DecodeConfig) -> Lexicon | None:
         """The known words and each source's words, for beam search's word check (None when
         it is off or the model has no word list)."""
         if self.known_words is None or cfg.word_penalty == 0 or cfg.method != "beam":
             return None
         sources = [frozenset(words_of(self.src_tokenizer.decode(ids))) for ids in src]
-        return Lexicon(
-            self.known_words, self._piece_texts, self._word_starts, sources, cfg.word_penalty
-        )
+        return Lexicon(self.known_words, *self._word_pieces, sources, cfg.word_penalty)
 
     def _number_coverage(self, batch: torch.Tensor) -> Coverage:
         """The digits each source sentence has, and the digits each target piece writes: the

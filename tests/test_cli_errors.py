@@ -62,6 +62,8 @@ def test_a_bad_batch_size_is_refused_before_anything_is_written(
         ("--top-k", "-1", "--top-k must be >= 0"),
         ("--length-penalty", "-1", "--length-penalty must be >= 0"),
         ("--number-coverage", "-0.5", "--number-coverage must be >= 0"),
+        ("--punctuation-coverage", "-1", "--punctuation-coverage must be >= 0"),
+        ("--punctuation-coverage", "inf", "punctuation_coverage must be a finite number"),
     ],
 )
 def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
@@ -75,6 +77,10 @@ def test_evaluate_checks_its_number_coverage_too(model: Path, tmp_path: Path) ->
     data.write_text("the cat\til gatto\n")
     res = _run(["evaluate", "--model", str(model), "--data", str(data), "--number-coverage", "-1"])
     _one_line_error(res, "--number-coverage must be >= 0")
+    res = _run(
+        ["evaluate", "--model", str(model), "--data", str(data), "--punctuation-coverage", "-2"]
+    )
+    _one_line_error(res, "--punctuation-coverage must be >= 0")
 
 
 @pytest.mark.parametrize(

@@ -365,6 +365,45 @@ def test_coverage_is_off_at_zero_and_for_greedy_and_sampling() -> None:
         assert pushed == plain
 
 
+def test_coverage_weights_charge_each_column_its_own_amount() -> None:
+    # column 0 is C, weighed 10; column 1 (also C) is weighed 0 and so not covered at all.
+    # The weights replace number_coverage, which is 0 here and would turn a plain coverage off
+    table = torch.zeros(V, 2, dtype=torch.long)
+    table[C] = 1
+    weighed = Coverage(need=torch.tensor([[1, 0]]), table=table, weight=torch.tensor([10.0, 0.0]))
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0, number_coverage=0)
+    hyps = generate(ScriptedModel(), _src(), cfg, coverage=weighed)[0]
+    assert [h.tokens for h in hyps] == [[A, C], [B]]
+    assert hyps[1].score == pytest.approx(math.log(0.36) - 10.0)
+    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.24), math.log(0.36)])
+    # owing only a column weighed 0 costs nothing: B·<eos> wins as without coverage
+    off = Coverage(need=torch.tensor([[0, 1]]), table=table, weight=torch.tensor([10.0, 0.0]))
+    assert generate(ScriptedModel(), _src(), cfg, coverage=off)[0][0].tokens == [B]
+    assert (
+        generate(ScriptedModel(), _src(), cfg, coverage=off)[0]
+        == generate(ScriptedModel(), _src(), cfg)[0]
+    )
+    # two symbols owed at 10 each: the charge is 20
+    both = Coverage(need=torch.tensor([[1, 1]]), table=table, weight=torch.tensor([10.0, 10.0]))
+    hyps = generate(ScriptedModel(), _src(), cfg, coverage=both)[0]
+    assert hyps[1].tokens == [B] and hyps[1].score == pytest.approx(math.log(0.36) - 20.0)
+
+
+@pytest.mark.parametrize(
+    ("weight", "message"),
+    [
+        (torch.tensor([1.0, 1.0]), "weight needs shape"),
+        (torch.tensor([-1.0]), "finite and >= 0"),
+        (torch.tensor([float("nan")]), "finite and >= 0"),
+        (torch.tensor([float("inf")]), "finite and >= 0"),
+    ],
+)
+def test_malformed_coverage_weights_are_refused(weight: torch.Tensor, message: str) -> None:
+    bad = Coverage(need=_needs_c(1).need, table=_needs_c(1).table, weight=weight)
+    with pytest.raises(ValueError, match=message):
+        generate(ScriptedModel(), _src(), coverage=bad)
+
+
 class _Swapping(ScriptedModel):
     """Beam rows swap places at step 1: the row that wrote C (step 0's best) falls behind."""
 

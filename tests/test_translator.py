@@ -237,6 +237,23 @@ def test_shipped_model_keeps_the_numbers_of_a_sentence() -> None:
 
 
 @shipped
+def test_shipped_model_keeps_the_commas_of_its_source() -> None:
+    # without punctuation coverage the likeliest translations drop a comma the source has
+    tr = Translator.from_pretrained()
+    sources = [
+        "The city, which was founded in 1850, has a large port.",
+        "In the summer, many tourists visit the island.",
+        "However, the plan was never carried out.",
+    ]
+    kept = tr.translate(sources)
+    assert [t.count(",") for t in kept] == [s.count(",") for s in sources], kept
+    dropped = tr.translate(sources, punctuation_coverage=0)
+    assert all(d.count(",") < s.count(",") for s, d in zip(sources, dropped, strict=True)), dropped
+    # only the ranking changed: each kept translation is the other with its commas
+    assert [k.replace(",", "") for k in kept] == [d.replace(",", "") for d in dropped]
+
+
+@shipped
 def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
     # "£" is not in the vocabulary: bytes <0xC2><0xA3>; the model, left alone, follows the
     # lead byte with a word piece here ("costa � Put5.", "di �~27 milioni.")
@@ -331,31 +348,39 @@ def test_shipped_tokenizer_round_trips_anything_without_unk() -> None:
     assert [p for p in pieces if p.strip("▁").isdigit()] == list("2017")  # digits one by one
 
 
-def test_number_coverage_counts_the_digits_of_each_source_and_each_piece() -> None:
+def test_coverage_counts_the_digits_and_marks_of_each_source_and_each_piece() -> None:
+    from attenzione.translator import CARRIED_MARKS, DIGITS
+
     torch.manual_seed(0)
     tok = SentencePieceTokenizer.train(
-        [s + " 1990 2017 555-1234" for s in SENTENCES] * 3, vocab_size=34, split_digits=True
+        [s + " 1990 2017 555-1234, (a; b)" for s in SENTENCES] * 3, vocab_size=38, split_digits=True
     )
     tr = Translator(Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)), tok, tok)
-    sources = ["call 555-1234 in 2017", "the cat", "born in 1990, 90 cats"]
+    assert tr._marks == ",;()"  # the training text had no colon: the vocabulary cannot write one
+    sources = ["call 555-1234 in 2017", "the cat", "born in 1990, 90 cats (or dogs); no: yes"]
     ids = [tr.encode_source(s) for s in sources]
     batch = torch.full((3, max(map(len, ids))), tr.model.config.pad_id, dtype=torch.long)
     for row, s in enumerate(ids):
         batch[row, : len(s)] = torch.tensor(s)
-    coverage = tr._number_coverage(batch)
+    cfg = DecodeConfig(number_coverage=0.5, punctuation_coverage=0.25)
+    coverage = tr._coverage(batch, cfg)
+    symbols = DIGITS + tr._marks
     for row, text in enumerate(sources):  # padding counts for nothing
-        assert coverage.need[row].tolist() == [text.count(str(d)) for d in range(10)], text
-    for i in range(tok.vocab_size):  # a piece writes the digits of its text
+        assert coverage.need[row].tolist() == [text.count(c) for c in symbols], text
+    for i in range(tok.vocab_size):  # a piece writes the digits and marks of its text
         piece = tok.id_to_token(i)
-        assert coverage.table[i].tolist() == [piece.count(str(d)) for d in range(10)], piece
+        assert coverage.table[i].tolist() == [piece.count(c) for c in symbols], piece
     written = {str(d) for d in range(10) if coverage.table[:, d].any()}
     assert written == set("01234579")  # each digit the training text had is a piece
+    assert coverage.weight is not None
+    assert coverage.weight.tolist() == [0.5] * 10 + [0.25] * 4
+    assert set(CARRIED_MARKS) - set(tr._marks) == {":"}
     # a model whose output layer is larger than the tokenizer: the table is the model's size
     wide = Translator(
         Transformer(_tiny_config(tok.vocab_size, tok.vocab_size + 3, max_len=64)), tok, tok
     )
-    wide._number_coverage(batch).check(3, tok.vocab_size + 3)
-    assert not wide._digits_tgt[tok.vocab_size :].any()
+    wide._coverage(batch, cfg).check(3, tok.vocab_size + 3)
+    assert not wide._symbols_tgt[tok.vocab_size :].any()
 
 
 def test_a_word_too_long_for_the_model_is_copied_unchanged() -> None:

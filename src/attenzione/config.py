@@ -157,6 +157,9 @@ class ModelConfig(_JsonMixin):
 # log-prob per token at the default length penalty 1) per digit of the source's numbers it
 # has not written: chosen on the dev sets (docs/broad-training.md)
 NUMBER_COVERAGE = 0.5
+# The same, per comma, semicolon, colon or bracket of the source the translation has not
+# written (attenzione.translator.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
+PUNCTUATION_COVERAGE = 0.5
 # How much lower beam search ranks a hypothesis (in total log-prob) for each word it writes that
 # is neither among the model's known words nor in the source (attenzione.lexicon): chosen on
 # the dev sets (docs/broad-training.md)
@@ -186,6 +189,8 @@ class DecodeConfig(_JsonMixin):
     # log-prob) per digit of the source's numbers it has not written (0 = off; greedy and
     # sampling ignore it; see decoding.Coverage)
     number_coverage: float = NUMBER_COVERAGE
+    # the same per comma, semicolon, colon or bracket of the source not written (0 = off)
+    punctuation_coverage: float = PUNCTUATION_COVERAGE
     # beam search ranks a hypothesis this much lower (in total log-prob) per word it writes
     # that is neither a known word of the model nor in the source (0 = off; needs the model's
     # word list; greedy and sampling ignore it; see attenzione.lexicon)
@@ -218,6 +223,10 @@ class DecodeConfig(_JsonMixin):
         _check(
             math.isfinite(self.number_coverage),
             f"number_coverage must be finite, got {self.number_coverage}",
+        )
+        _check(
+            math.isfinite(self.punctuation_coverage) and self.punctuation_coverage >= 0,
+            f"punctuation_coverage must be a finite number >= 0, got {self.punctuation_coverage}",
         )
 
 

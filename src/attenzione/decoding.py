@@ -20,8 +20,9 @@ Only the choice differs, and it lives in a small strategy object (as OpenNMT's
   once K hypotheses have finished. With K = 1 it is greedy decoding, token for token.
 
 Beam search can also be told what each output should carry over from its source (a
-:class:`Coverage`: in attenzione, the digits of the source's numbers). A finished hypothesis
-that still owes some is ranked lower by ``number_coverage`` per owed symbol, and does not
+:class:`Coverage`: in attenzione, the digits of the source's numbers, and its commas,
+semicolons, colons and brackets). A finished hypothesis that still owes some is ranked lower
+per owed symbol (``number_coverage``, or the coverage's own weights), and does not
 count towards the K that stop the search, which goes on for one that owes nothing until the
 length cap. Greedy decoding and sampling ignore it: with no other hypothesis to choose, a
 push could only make them write on past their ending.
@@ -218,10 +219,17 @@ class BeamSearch(Strategy):
     """
 
     def __init__(
-        self, cfg: DecodeConfig, eos_id: int, limits: Tensor, table: Tensor | None = None
+        self,
+        cfg: DecodeConfig,
+        eos_id: int,
+        limits: Tensor,
+        table: Tensor | None = None,
+        weight: Tensor | None = None,
     ) -> None:
         super().__init__(cfg, eos_id, limits)
         self.table = table
+        # (C,) the charge per owed symbol of each column (None: number_coverage for all)
+        self.weight = None if weight is None else weight.to(limits.device, torch.float32)
         self.complete = [0] * self.batch  # finished hypotheses that owe nothing, per sentence
         k, b, dev = cfg.beam_size, self.batch, limits.device
         self.k, self.device = k, dev
@@ -237,20 +245,33 @@ class BeamSearch(Strategy):
         return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
 
     def _finish(
-        self, sent: int, toks: list[int], total: float, length: int, owes: int, paid: float
+        self,
+        sent: int,
+        toks: list[int],
+        total: float,
+        length: int,
+        owes: tuple[int, float],
+        paid: float,
     ) -> None:
         """Set a hypothesis aside: ranked by its length-normalised log-prob (with the word
-        penalties it ``paid``), less ``number_coverage`` per coverage symbol it ``owes``."""
+        penalties it ``paid``), less the coverage's charge for the symbols it ``owes`` (how
+        many, and their charge: ``number_coverage`` each, or the coverage's weights)."""
+        count, charge = owes
         norm = (total + paid) / (length**self.cfg.length_penalty)
-        norm -= self.cfg.number_coverage * owes
+        norm -= charge
         self.finished[sent].append(Hypothesis(toks, norm, total))
-        self.complete[sent] += owes == 0
+        self.complete[sent] += count == 0
 
-    def _owes(self, owed: Tensor | None, row: int, token: int) -> int:
-        """What row ``row`` still owes once it has written ``token``."""
+    def _owes(self, owed: Tensor | None, row: int, token: int) -> tuple[int, float]:
+        """What row ``row`` still owes once it has written ``token``: how many symbols, and
+        their charge."""
         if owed is None or self.table is None:
-            return 0
-        return int((owed[row] - self.table[token]).clamp(min=0).sum())
+            return 0, 0.0
+        left = (owed[row] - self.table[token]).clamp(min=0)  # (C,)
+        if self.weight is None:
+            count = int(left.sum())
+            return count, self.cfg.number_coverage * count
+        return int(left.sum()), float((left * self.weight).sum())
 
     def step(
         self,
@@ -361,10 +382,16 @@ class Coverage:
     when no beam wrote the digits or the model is far surer of the words; one that dropped a
     number loses to a beam that kept it. Scores stay the model's: ``log_prob`` is never
     touched, only ``score``.
+
+    ``weight`` (C,): the charge per owed symbol of each column, when the symbols are worth
+    different amounts (attenzione's translator covers the source's commas and brackets too,
+    at ``punctuation_coverage`` each); None: ``number_coverage`` for every column. A column
+    weighed 0 is not covered at all.
     """
 
     need: Tensor
     table: Tensor
+    weight: Tensor | None = None
 
     def check(self, batch: int, vocab: int) -> None:
         c = self.table.shape[-1]
@@ -375,6 +402,19 @@ class Coverage:
             )
         if self.need.dtype != torch.long or self.table.dtype != torch.long:
             raise ValueError("coverage counts must be integer (torch.long) tensors")
+        if self.weight is not None:
+            if tuple(self.weight.shape) != (c,):
+                raise ValueError(
+                    f"coverage weight needs shape ({c},), got {tuple(self.weight.shape)}"
+                )
+            if not bool(torch.isfinite(self.weight).all()) or bool((self.weight < 0).any()):
+                raise ValueError("coverage weights must be finite and >= 0")
+
+    def weights(self, number_coverage: float) -> Tensor:
+        """(C,) the charge per owed symbol of each column."""
+        if self.weight is not None:
+            return self.weight.float()
+        return torch.full((self.table.shape[-1],), float(number_coverage))
 
 
 STRATEGIES: dict[str, type[Strategy]] = {
@@ -465,23 +505,27 @@ def generate(
             )
         if lexicon.penalty == 0 or cfg.method != "beam":
             lexicon = None  # off; greedy and sampling have no other hypothesis to choose
+    table = need = weight = None
     if coverage is not None:
         coverage.check(src_ids.shape[0], mc.tgt_vocab_size)
-        if cfg.number_coverage == 0 or cfg.method != "beam":
-            coverage = None  # off; greedy and sampling have no other hypothesis to choose
+        weight = coverage.weights(cfg.number_coverage).to(src_ids.device)  # (C,)
+        on = weight > 0  # a column weighed 0 is off
+        # greedy and sampling have no other hypothesis to choose: off for them too
+        if cfg.method == "beam" and bool(on.any()):
+            table = coverage.table.to(src_ids.device)[:, on]  # (V,C')
+            need = coverage.need.to(src_ids.device)[:, on]  # (B,C')
+            weight = None if coverage.weight is None else weight[on]
     limits = _limits(model, src_ids, cfg)  # (B,)
-    table = None if coverage is None else coverage.table.to(src_ids.device)  # (V,C)
     strategy: Strategy
     if table is not None:
-        strategy = BeamSearch(cfg, mc.eos_id, limits, table)
+        strategy = BeamSearch(cfg, mc.eos_id, limits, table, weight)
     else:
         strategy = STRATEGIES[cfg.method](cfg, mc.eos_id, limits)
     enc = model.encode(src_ids)
     cache = model.init_cache(enc.memory, enc.memory_mask, capacity=int(limits.max()) + 1)
     rows = strategy.start()
-    need = have = owed = None  # (N,C): what each row's sentence needs, has written, still owes
-    if coverage is not None:
-        need = coverage.need.to(src_ids.device)
+    have = owed = None  # (N,C): what each row's sentence needs (need), has written, still owes
+    if need is not None:
         need = need if rows is None else need[rows]
         have = torch.zeros_like(need)
     if rows is not None:

@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from attenzione import model_dir
-from attenzione.config import NUMBER_COVERAGE, WORD_PENALTY, DecodeConfig
+from attenzione.config import (
+    NUMBER_COVERAGE,
+    PUNCTUATION_COVERAGE,
+    WORD_PENALTY,
+    DecodeConfig,
+)
 from attenzione.data.numbers import NUMBER_FORMATS, localize_numbers, repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
@@ -67,17 +72,28 @@ class ScoredTranslation:
     pieces: int = 1
 
 
-def _digit_table(tok: Tokenizer, vocab_size: int) -> torch.Tensor:
-    """(vocab_size,10) long: how many times each digit 0–9 occurs in each piece's text (byte
-    pieces, special tokens and ids past the tokenizer's vocabulary write none)."""
-    table = torch.zeros((vocab_size, 10), dtype=torch.long)
+DIGITS = "0123456789"
+# The punctuation beam search asks a translation to carry over from its source (as many of
+# each mark as the source has; ``punctuation_coverage``): a clause's commas, a list's
+# semicolons, a colon, a bracket. The translations of the shipped model dropped one source
+# comma in nine (938 commas for the FLORES sources' 1,050; docs/broad-training.md). Quotes
+# and dashes are not here: languages write them differently.
+CARRIED_MARKS = ",;:()"
+
+
+def _symbol_table(tok: Tokenizer, vocab_size: int, symbols: str) -> torch.Tensor:
+    """(vocab_size, len(symbols)) long: how many times each of ``symbols`` occurs in each
+    piece's text (byte pieces, special tokens and ids past the tokenizer's vocabulary write
+    none)."""
+    column = {ch: c for c, ch in enumerate(symbols)}
+    table = torch.zeros((vocab_size, len(symbols)), dtype=torch.long)
     for i in range(min(tok.vocab_size, vocab_size)):
         piece = tok.id_to_token(i)
         if is_byte_piece(piece):
             continue
         for ch in piece:
-            if "0" <= ch <= "9":
-                table[i, ord(ch) - ord("0")] += 1
+            if ch in column:
+                table[i, column[ch]] += 1
     return table
 
 
@@ -118,9 +134,14 @@ class Translator:
         # what each target piece is as UTF-8, so byte pieces always spell whole characters
         # (None: a vocabulary without byte fallback has nothing to keep well-formed)
         self._utf8 = utf8_roles(tgt_bytes, model.config.tgt_vocab_size) if tgt_bytes else None
-        # (V,10): how many of each digit every piece writes, for number coverage
-        self._digits_src = _digit_table(src_tokenizer, model.config.src_vocab_size)
-        self._digits_tgt = _digit_table(tgt_tokenizer, model.config.tgt_vocab_size)
+        # (V,C): how many of each digit and carried mark every piece writes, for beam search's
+        # coverage; a mark the target vocabulary cannot write is left out (every translation
+        # would owe it)
+        tgt_marks = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, CARRIED_MARKS)
+        self._marks = "".join(m for c, m in enumerate(CARRIED_MARKS) if tgt_marks[:, c].any())
+        symbols = DIGITS + self._marks
+        self._symbols_src = _symbol_table(src_tokenizer, model.config.src_vocab_size, symbols)
+        self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -238,7 +259,7 @@ class Translator:
             for row, i in enumerate(group):
                 batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
             banned = self._byte_bans(batch)
-            coverage = self._number_coverage(batch)
+            coverage = self._coverage(batch, cfg)
             decoded = generate(
                 self.model,
                 batch,
@@ -277,13 +298,19 @@ class Translator:
         sources = [frozenset(words_of(self.src_tokenizer.decode(ids))) for ids in src]
         return Lexicon(self.known_words, *self._word_pieces, sources, cfg.word_penalty)
 
-    def _number_coverage(self, batch: torch.Tensor) -> Coverage:
-        """The digits each source sentence has, and the digits each target piece writes: the
-        output is pushed to carry every number over before it ends (``number_coverage``)."""
-        digits = self._digits_src.to(batch.device)
+    def _coverage(self, batch: torch.Tensor, cfg: DecodeConfig) -> Coverage:
+        """The digits and carried marks each source sentence has, and those each target piece
+        writes: the output is pushed to carry every number over before it ends
+        (``number_coverage`` per digit) and to keep the source's commas, semicolons, colons
+        and brackets (``punctuation_coverage`` per mark; see ``CARRIED_MARKS``)."""
+        symbols = self._symbols_src.to(batch.device)
         real = (batch != self.model.config.pad_id).long()[:, :, None]  # (B,S,1)
-        need = (digits[batch] * real).sum(dim=1)  # (B,10)
-        return Coverage(need=need, table=self._digits_tgt.to(batch.device))
+        need = (symbols[batch] * real).sum(dim=1)  # (B,C)
+        weight = torch.tensor(
+            [cfg.number_coverage] * len(DIGITS) + [cfg.punctuation_coverage] * len(self._marks),
+            device=batch.device,
+        )
+        return Coverage(need=need, table=self._symbols_tgt.to(batch.device), weight=weight)
 
     def _byte_bans(self, batch: torch.Tensor) -> torch.Tensor | None:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those
@@ -312,6 +339,7 @@ class Translator:
         seed: int | None = None,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        punctuation_coverage: float = PUNCTUATION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
@@ -327,7 +355,8 @@ class Translator:
         the model's output as it is.
         ``number_coverage`` makes beam search prefer a translation that has written every
         digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
-        decoding and sampling ignore it).
+        decoding and sampling ignore it). ``punctuation_coverage`` does the same for the
+        source's commas, semicolons, colons and brackets (:data:`CARRIED_MARKS`), per mark.
         ``word_penalty`` makes beam search prefer a translation whose words are known words of
         the model or words of the source (:mod:`attenzione.lexicon`; 0 = off; a model without
         a word list, greedy decoding and sampling ignore it).
@@ -344,6 +373,7 @@ class Translator:
             length_penalty,
             number_coverage,
             word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
 
@@ -422,6 +452,7 @@ class Translator:
         n_best: int = 4,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        punctuation_coverage: float = PUNCTUATION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
@@ -441,6 +472,7 @@ class Translator:
             number_coverage,
             n_best=n_best,
             word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
         )
         if not text.strip():
             return [("", 0.0)]
@@ -459,6 +491,7 @@ class Translator:
         n_best: int = 1,
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
+        punctuation_coverage: float = PUNCTUATION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         fix_numbers: bool = True,
@@ -484,6 +517,7 @@ class Translator:
             number_coverage,
             n_best,
             word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
         )
         out: list[list[ScoredTranslation]] = []
         for parts in self._decode_parts(sentences, cfg, batch_size):
@@ -579,6 +613,7 @@ def decode_config(
     n_best: int = 1,
     *,
     word_penalty: float = WORD_PENALTY,
+    punctuation_coverage: float = PUNCTUATION_COVERAGE,
 ) -> DecodeConfig:
     """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
     translate``) describe: sampling, greedy (beam 1) or beam search (``n_best`` candidates)."""
@@ -592,6 +627,7 @@ def decode_config(
         seed=seed,
         number_coverage=number_coverage,
         word_penalty=word_penalty,
+        punctuation_coverage=punctuation_coverage,
     )
     if sample:
         return sampling
@@ -599,7 +635,10 @@ def decode_config(
         raise ValueError(f"beam must be >= 1, got {beam}")
     if beam == 1 and n_best == 1:
         return DecodeConfig(
-            method="greedy", number_coverage=number_coverage, word_penalty=word_penalty
+            method="greedy",
+            number_coverage=number_coverage,
+            word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
         )
     return DecodeConfig(
         method="beam",
@@ -608,4 +647,5 @@ def decode_config(
         length_penalty=length_penalty,
         number_coverage=number_coverage,
         word_penalty=word_penalty,
+        punctuation_coverage=punctuation_coverage,
     )

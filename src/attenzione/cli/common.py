@@ -103,6 +103,18 @@ def number_coverage_option() -> Any:
     )
 
 
+def punctuation_coverage_option() -> Any:
+    """``--punctuation-coverage``, as ``translate`` and ``evaluate`` take it."""
+    from attenzione.config import PUNCTUATION_COVERAGE
+
+    return typer.Option(
+        PUNCTUATION_COVERAGE,
+        help="Beam search: the same as --number-coverage, for each comma, semicolon, colon or "
+        "bracket of the source the translation has not written (0 = off).",
+        callback=at_least(0),
+    )
+
+
 def word_penalty_option() -> Any:
     """``--word-penalty``, as ``translate`` and ``evaluate`` take it."""
     from attenzione.config import WORD_PENALTY

@@ -14,6 +14,7 @@ from attenzione.cli.common import (
     check_writable,
     number_coverage_option,
     number_format_option,
+    punctuation_coverage_option,
     set_number_format,
     user_errors,
     word_penalty_option,
@@ -48,6 +49,7 @@ def evaluate(
         help="Put back source numbers the model garbled (default), or score the output unrepaired.",
     ),
     number_coverage: float = number_coverage_option(),
+    punctuation_coverage: float = punctuation_coverage_option(),
     word_penalty: float = word_penalty_option(),
     number_format: str = number_format_option(),
     all_references: bool = typer.Option(
@@ -82,6 +84,7 @@ def evaluate(
             beam=beam,
             number_coverage=number_coverage,
             word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
             fix_numbers=fix_numbers,
         )
         seconds = time.perf_counter() - started
@@ -103,6 +106,7 @@ def evaluate(
                         "number_format": translator.number_format if fix_numbers else None,
                         # greedy decoding has no search for coverage to rank
                         "number_coverage": number_coverage if beam > 1 else None,
+                        "punctuation_coverage": punctuation_coverage if beam > 1 else None,
                         # likewise, and a model without a word list has nothing to check
                         "word_penalty": word_penalty
                         if beam > 1 and translator.known_words is not None

@@ -26,6 +26,7 @@ from attenzione.cli.common import (
     in_range,
     number_coverage_option,
     number_format_option,
+    punctuation_coverage_option,
     read_text_lines,
     set_number_format,
     user_errors,
@@ -68,6 +69,7 @@ def translate(
         1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
     number_coverage: float = number_coverage_option(),
+    punctuation_coverage: float = punctuation_coverage_option(),
     word_penalty: float = word_penalty_option(),
     n_best: int = typer.Option(
         1,
@@ -108,6 +110,7 @@ def translate(
                 length_penalty=length_penalty,
                 number_coverage=number_coverage,
                 word_penalty=word_penalty,
+                punctuation_coverage=punctuation_coverage,
                 fix_numbers=fix_numbers,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
@@ -122,6 +125,7 @@ def translate(
             length_penalty,
             number_coverage,
             word_penalty=word_penalty,
+            punctuation_coverage=punctuation_coverage,
         )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers

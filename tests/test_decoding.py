@@ -404,6 +404,91 @@ def test_malformed_coverage_weights_are_refused(weight: torch.Tensor, message: s
         generate(ScriptedModel(), _src(), coverage=bad)
 
 
+class _Attending(ScriptedModel):
+    """ScriptedModel's table, with the cross-attention of its newest position scripted too.
+
+    The source is [A, A, <eos>]. Layer 1 (the one measured) attends as ATTN says; layer 0
+    spreads evenly, so reading the wrong layer gives other scores. B·<eos>, the likeliest,
+    only ever looks at the first token; A·<eos> half-covers the second; A·C·<eos> covers both.
+    """
+
+    ATTN: dict[tuple[int, ...], list[float]] = {
+        (): [1.0, 0.0, 0.0],
+        (A,): [0.0, 0.5, 0.5],
+        (B,): [1.0, 0.0, 0.0],
+        (A, C): [0.0, 0.5, 0.5],
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config.n_dec_layers = 2
+        self.asked = 0  # decode calls that asked for the attention weights
+
+    def decode(
+        self, tgt_ids: torch.Tensor, cache: StubCache, need_weights: bool = False
+    ) -> SimpleNamespace:
+        out = super().decode(tgt_ids, cache)
+        if need_weights:
+            self.asked += 1
+            rows = [self.ATTN.get(tuple(p), [1 / 3] * 3) for p in cache.prefixes]
+            layer1 = torch.tensor(rows)[:, None, None, :].expand(-1, 2, 1, 3)  # (N,H,1,S)
+            out.cross_attentions = [torch.full_like(layer1, 1 / 3), layer1]
+        return out
+
+
+def _covered(*received: float) -> float:
+    return sum(math.log(min(max(r, 1e-6), 1.0)) for r in received)
+
+
+def test_attention_coverage_ranks_down_what_left_its_source_unattended() -> None:
+    src = torch.tensor([[A, A, EOS]])
+    plain = DecodeConfig(method="beam", beam_size=3, n_best=3, length_penalty=0.0)
+    assert generate(_Attending(), src, plain)[0][0].tokens == [B]  # the model's own choice
+    # the <eos> position's attention is not counted; B·<eos> never attended to token 2
+    model_and_cover = {
+        (B,): (math.log(0.36), _covered(2.0, 0.0)),
+        (A,): (math.log(0.30), _covered(1.0, 0.5)),
+        (A, C): (math.log(0.24), _covered(1.0, 1.0)),
+    }
+    for beta, best in ((0.02, [A]), (1.0, [A, C])):
+        cfg = DecodeConfig(
+            method="beam", beam_size=4, n_best=4, length_penalty=0.0, attention_coverage=beta
+        )
+        model = _Attending()
+        hyps = {tuple(h.tokens): h for h in generate(model, src, cfg, attend=1)[0]}
+        assert list(hyps)[0] == tuple(best)
+        assert model.asked > 0
+        assert {(A,), (A, C)} <= set(hyps) and ((B,) in hyps) == (beta < 1)
+        for tokens, (log_prob, cover) in model_and_cover.items():
+            if tokens not in hyps:
+                continue  # B·<eos>, at the strong push: ranked below the 4 kept
+            assert hyps[tokens].score == pytest.approx(log_prob + beta * cover), tokens
+            assert hyps[tokens].log_prob == pytest.approx(log_prob)  # the model's own
+    # layer 0 spreads its attention evenly: every hypothesis covers less, A·C still most
+    far = DecodeConfig(
+        method="beam", beam_size=3, n_best=3, length_penalty=0.0, attention_coverage=1.0
+    )
+    scores = {tuple(h.tokens): h.score for h in generate(_Attending(), src, far, attend=0)[0]}
+    assert scores[(A,)] == pytest.approx(math.log(0.30) + _covered(2 / 3, 2 / 3))
+
+
+def test_attention_coverage_is_off_at_zero_without_a_layer_and_for_greedy() -> None:
+    src = torch.tensor([[A, A, EOS]])
+    for cfg, attend in (
+        (DecodeConfig(method="beam", beam_size=3, attention_coverage=0.0), 1),
+        (DecodeConfig(method="beam", beam_size=3, attention_coverage=1.0), None),
+        (DecodeConfig(method="greedy", attention_coverage=1.0), 1),
+        (DecodeConfig(method="sample", top_k=1, attention_coverage=1.0), 1),
+    ):
+        model = _Attending()
+        assert generate(model, src, cfg, attend=attend) == generate(ScriptedModel(), src, cfg)
+        assert model.asked == 0  # the weights are not even computed
+    with pytest.raises(ValueError, match="decoder layer"):
+        generate(_Attending(), src, attend=2)
+    with pytest.raises(ValueError, match="attention_coverage"):
+        DecodeConfig(attention_coverage=float("nan"))
+
+
 class _Swapping(ScriptedModel):
     """Beam rows swap places at step 1: the row that wrote C (step 0's best) falls behind."""
 

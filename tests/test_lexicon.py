@@ -14,7 +14,7 @@ import torch
 from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
-from attenzione.lexicon import Lexicon, piece_table, word_list, words_of
+from attenzione.lexicon import Lexicon, piece_table, translated_words, word_list, words_of
 from attenzione.translator import Translator
 
 # a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it; "▁Dvo",
@@ -260,3 +260,55 @@ def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
     assert "Maroochydore" in checked and "Caboolture" in checked
     # without the check the model writes "Marochydore", a word of neither language
     assert "Maroochydore" not in tr.translate(sentence, word_penalty=0)[0]
+
+
+# ---------------------------------------------------------------------------- translated words
+def test_translated_words_are_those_the_pairs_translate_rather_than_copy() -> None:
+    pairs = [
+        ("Tom met Mary in July.", "Tom ha incontrato Mary a luglio."),
+        ("Tom left in July.", "Tom è partito a luglio."),
+        ("Tom left in July.", "Tom è partito a luglio."),  # a duplicate counts once
+        ("The police came.", "La polizia è arrivata."),
+        ("The police came.", "È arrivata la polizia."),
+        ("The POLICE came.", "Arrivò la polizia."),
+        ("Open the Police menu.", "Apri il menu Police."),
+        ("Boston is big.", "Boston è grande."),
+    ]
+    # "july" and "in": 2 distinct pairs, never copied; "police": 4, copied in 1 (25%, any
+    # case); "tom": always copied; "boston", "left", "met": one distinct pair only
+    assert translated_words(pairs) == ["came", "in", "july", "the"]
+    assert "police" in translated_words(pairs, share=0.3)
+    assert translated_words(pairs, least=3) == ["came", "the"]
+    with pytest.raises(ValueError, match="least"):
+        translated_words(pairs, least=0)
+    with pytest.raises(ValueError, match="share"):
+        translated_words(pairs, share=0.0)
+
+
+def test_translated_words_round_trip_through_a_model_directory(tmp_path: Path) -> None:
+    shipped = Translator.from_pretrained()
+    shipped.translated_words = ["july", "former", "july"]  # kept sorted and distinct
+    out = shipped.save_pretrained(tmp_path / "m")
+    assert (out / model_dir.TRANSLATED_NAME).read_text(encoding="utf-8") == "former\njuly\n"
+    assert Translator.from_pretrained(out).translated_words == ["former", "july"]
+    # none at all is no file (and reads back as none), not an empty file that reads as damaged
+    shipped.translated_words = []
+    bare = shipped.save_pretrained(tmp_path / "bare")
+    assert not (bare / model_dir.TRANSLATED_NAME).exists()
+    assert Translator.from_pretrained(bare).translated_words is None
+    (tmp_path / model_dir.TRANSLATED_NAME).write_text("july\nTwo words\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2"):
+        model_dir.read_words(tmp_path, model_dir.TRANSLATED_NAME)
+
+
+def test_the_shipped_model_translates_a_word_its_data_never_copies() -> None:
+    tr = Translator.from_pretrained()
+    assert tr.translated_words is not None and len(tr.translated_words) > 10_000
+    assert {"july", "police", "fortress"} <= set(tr.translated_words)
+    assert not {"tom", "boston"} & set(tr.translated_words)
+    sentence = "Former president Jimmy Carter visited the fortress."
+    out = tr.translate(sentence)[0]
+    assert "fortezza" in out and "fortress" not in out and "Jimmy Carter" in out
+    # with every source word free to copy, the model leaves the English word in
+    tr.translated_words = None
+    assert "fortress" in tr.translate(sentence)[0]

@@ -424,8 +424,13 @@ def test_snapshots_are_kept_and_averaged_into_a_model(corpus: Path, tmp_path: Pa
     )  # they did differ
     info = json.loads((out / "avg" / "info.json").read_text())
     assert info["averaged_steps"] == [30, 40] and info["dev_bleu_greedy"] is None
-    # a model directory like any other: it loads with its tokenizers and decodes
-    assert len(Translator.from_pretrained(out / "avg").translate(["ab", "ba"])) == 2
+    # a model directory like any other: it loads with its tokenizers and decodes, and carries
+    # the run's word lists (those of last/)
+    avg = Translator.from_pretrained(out / "avg")
+    assert len(avg.translate(["ab", "ba"])) == 2
+    last = Translator.from_pretrained(out / "last")
+    assert avg.known_words == last.known_words and avg.known_words
+    assert avg.translated_words == last.translated_words
     # the library function gives the same mean
     mean = average_weights([out / "snapshots" / f"step-{s}.safetensors" for s in (30, 40)])
     torch.testing.assert_close(

@@ -254,6 +254,33 @@ def test_shipped_model_keeps_the_commas_of_its_source() -> None:
 
 
 @shipped
+def test_attention_coverage_adds_what_a_teacher_forced_pass_attends() -> None:
+    # beam search sums the middle decoder layer's attention step by step, through the cache
+    # and the beams' reordering; the same hypothesis read again in one teacher-forced pass
+    # must give the same coverage, and its ranking score must move by exactly that much
+    tr = Translator.from_pretrained()
+    ids = tr.encode_source("The attack put a huge strain on relations between the two countries.")
+    on, off = (DecodeConfig(beam_size=4, n_best=4, attention_coverage=b) for b in (1.0, 0.0))
+    with_cover = {tuple(h.tokens): h for h in tr.translate_ids([ids], on)[0]}
+    without = {tuple(h.tokens): h for h in tr.translate_ids([ids], off)[0]}
+    common = set(with_cover) & set(without)
+    assert common
+    cfg = tr.model.config
+    src = torch.tensor([ids])
+    real = (src != cfg.pad_id) & (src != cfg.eos_id)
+    for tokens in common:
+        tgt = torch.tensor([[cfg.bos_id, *tokens]])
+        with torch.inference_mode():
+            att = tr.model(src, tgt, need_weights=True).cross_attentions[tr.attention_layer]
+        received = att[0].mean(dim=0).sum(dim=0)  # (S,): every position, <eos>'s included
+        cover = float((received.clamp(min=1e-6, max=1.0).log() * real[0]).sum())
+        assert cover < 0  # this sentence leaves some token short of a whole step's attention
+        gap = with_cover[tokens].score - without[tokens].score
+        assert gap == pytest.approx(cover, abs=1e-3)
+        assert with_cover[tokens].log_prob == pytest.approx(without[tokens].log_prob, abs=1e-5)
+
+
+@shipped
 def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
     # "£" is not in the vocabulary: bytes <0xC2><0xA3>; the model, left alone, follows the
     # lead byte with a word piece here ("costa � Put5.", "di �~27 milioni.")

@@ -70,8 +70,16 @@ def test_same_vocabulary_copies_the_model_exactly(
     src, tgt = trainer.data.src_tok, trainer.data.tgt_tok
     teacher_tr = Translator.from_pretrained(teacher)
     # the same known words too: the teacher's directory lists its training targets' words
-    ours = Translator(trainer.model, src, tgt, known_words=trainer.target_words)
+    ours = Translator(
+        trainer.model,
+        src,
+        tgt,
+        known_words=trainer.target_words,
+        translated_words=trainer.translated_words,
+    )
     assert teacher_tr.known_words == trainer.target_words
+    # and the source words its training pairs translate rather than copy
+    assert trainer.translated_words and teacher_tr.translated_words == trainer.translated_words
     sentence = ["The red cat is here."]
     assert ours.translate(sentence, beam=2) == teacher_tr.translate(sentence, beam=2)
 

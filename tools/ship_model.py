@@ -25,7 +25,7 @@ from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
 from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
-from attenzione.lexicon import word_list
+from attenzione.lexicon import translated_words, word_list
 from attenzione.translator import PRETRAINED_DIR, Translator
 
 
@@ -125,7 +125,7 @@ def main() -> None:
     # a checkpoint saved before the trainer recorded its number format or its word list:
     # both come from the run's training pairs, read once
     train = None
-    if "number_format" not in tr.info or tr.known_words is None:
+    if "number_format" not in tr.info or tr.known_words is None or tr.translated_words is None:
         train = read_pairs(args.run / "data" / "train.tsv")
     if "number_format" not in tr.info and train is not None:
         tr.number_format = number_format_of(train)
@@ -134,6 +134,9 @@ def main() -> None:
     if tr.known_words is None and train is not None:
         tr.known_words = word_list(t for _, t in train)
     print("known words", len(tr.known_words))
+    if tr.translated_words is None and train is not None:
+        tr.translated_words = translated_words(train)
+    print("translated source words", len(tr.translated_words or ()))
     results = {}
     extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))
     for split in ("dev", "test", *(f"dev-{name}" for name in extra)):

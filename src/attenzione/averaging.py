@@ -94,5 +94,8 @@ def average_run(
     for key in [k for k in info if k.startswith("dev_") and k.endswith("_greedy")]:
         info[key] = None
     words = model_dir.read_words(source)  # last/'s known words, the run's training targets
-    model_dir.write_model_dir(out, model, src_tok, tgt_tok, info=info, words=words)
+    translated = model_dir.read_words(source, model_dir.TRANSLATED_NAME)
+    model_dir.write_model_dir(
+        out, model, src_tok, tgt_tok, info=info, words=words, translated=translated
+    )
     return info

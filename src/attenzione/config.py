@@ -160,6 +160,11 @@ NUMBER_COVERAGE = 0.5
 # The same, per comma, semicolon, colon or bracket of the source the translation has not
 # written (attenzione.translator.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
 PUNCTUATION_COVERAGE = 0.5
+# How much beam search's ranking score weighs a finished translation's attention coverage (GNMT's
+# coverage penalty: Σ over source tokens of log min(attention received, 1), ≤ 0), which ranks
+# down a translation that left part of its source unattended, a dropped clause: chosen on the
+# dev sets (docs/broad-training.md)
+ATTENTION_COVERAGE = 0.02
 # How much lower beam search ranks a hypothesis (in total log-prob) for each word it writes that
 # is neither among the model's known words nor in the source (attenzione.lexicon): chosen on
 # the dev sets (docs/broad-training.md)
@@ -191,6 +196,9 @@ class DecodeConfig(_JsonMixin):
     number_coverage: float = NUMBER_COVERAGE
     # the same per comma, semicolon, colon or bracket of the source not written (0 = off)
     punctuation_coverage: float = PUNCTUATION_COVERAGE
+    # beam search adds this times a finished translation's attention coverage (≤ 0) to its
+    # ranking score (0 = off; greedy and sampling ignore it; see decoding.generate)
+    attention_coverage: float = ATTENTION_COVERAGE
     # beam search ranks a hypothesis this much lower (in total log-prob) per word it writes
     # that is neither a known word of the model nor in the source (0 = off; needs the model's
     # word list; greedy and sampling ignore it; see attenzione.lexicon)
@@ -223,6 +231,10 @@ class DecodeConfig(_JsonMixin):
         _check(
             math.isfinite(self.number_coverage),
             f"number_coverage must be finite, got {self.number_coverage}",
+        )
+        _check(
+            math.isfinite(self.attention_coverage) and self.attention_coverage >= 0,
+            f"attention_coverage must be a finite number >= 0, got {self.attention_coverage}",
         )
         _check(
             math.isfinite(self.punctuation_coverage) and self.punctuation_coverage >= 0,

@@ -65,10 +65,12 @@ class DecodingModel(Protocol):
     """What the loop needs of a model (:class:`~attenzione.model.Transformer` has it).
 
     ``config`` needs ``pad_id``, ``bos_id``, ``eos_id`` and ``max_len`` (and
-    ``tgt_vocab_size`` to check a ban or a coverage); ``encode`` returns an
+    ``tgt_vocab_size`` to check a ban or a coverage, ``n_dec_layers`` to check ``attend``);
+    ``encode`` returns an
     object with ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned by
     ``init_cache`` needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object
-    with ``logits`` (B,T,V).
+    with ``logits`` (B,T,V), and with ``need_weights=True`` also ``cross_attentions`` (per
+    decoder layer, (B,H,T,S); asked for only by the attention coverage, see :func:`generate`).
     """
 
     @property
@@ -78,7 +80,7 @@ class DecodingModel(Protocol):
 
     def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int) -> Any: ...
 
-    def decode(self, tgt_ids: Tensor, *, cache: Any) -> Any: ...
+    def decode(self, tgt_ids: Tensor, *, cache: Any, need_weights: bool = False) -> Any: ...
 
 
 @dataclass
@@ -141,10 +143,13 @@ class Strategy:
         log_probs: Tensor,
         owed: Tensor | None = None,
         charge: Charge | None = None,
+        attended: Tensor | None = None,
     ) -> Step | None:
         """Choose from (N,V) ``logits``/``log_probs`` of the live rows at ``step`` (0-based).
         ``owed`` (N,C): the coverage symbols each row has yet to write (None: no coverage).
-        ``charge``: what the continuations cost in ranking (beam search only)."""
+        ``charge``: what the continuations cost in ranking (beam search only).
+        ``attended`` (N,): each row's attention coverage, Σ log min(attention received, 1)
+        over its source tokens (≤ 0; None: not measured; beam search only)."""
         raise NotImplementedError
 
     def results(self) -> list[list[Hypothesis]]:
@@ -173,6 +178,7 @@ class Greedy(Strategy):
         log_probs: Tensor,
         owed: Tensor | None = None,
         charge: Charge | None = None,
+        attended: Tensor | None = None,
     ) -> Step | None:
         nxt, picked = self.choose(logits, log_probs)
         done = (nxt == self.eos_id) | (self.limit_t[self.live] <= step + 1)  # (N,)
@@ -252,13 +258,16 @@ class BeamSearch(Strategy):
         length: int,
         owes: tuple[int, float],
         paid: float,
+        attended: float = 0.0,
     ) -> None:
         """Set a hypothesis aside: ranked by its length-normalised log-prob (with the word
         penalties it ``paid``), less the coverage's charge for the symbols it ``owes`` (how
-        many, and their charge: ``number_coverage`` each, or the coverage's weights)."""
+        many, and their charge: ``number_coverage`` each, or the coverage's weights), plus
+        ``attention_coverage`` times its attention coverage ``attended`` (≤ 0)."""
         count, charge = owes
         norm = (total + paid) / (length**self.cfg.length_penalty)
         norm -= charge
+        norm += self.cfg.attention_coverage * attended
         self.finished[sent].append(Hypothesis(toks, norm, total))
         self.complete[sent] += count == 0
 
@@ -280,6 +289,7 @@ class BeamSearch(Strategy):
         log_probs: Tensor,
         owed: Tensor | None = None,
         charge: Charge | None = None,
+        attended: Tensor | None = None,
     ) -> Step | None:
         k, n = self.k, len(self.live)
         v = log_probs.shape[-1]
@@ -304,6 +314,7 @@ class BeamSearch(Strategy):
         tok_l = (top_i % v).tolist()
         score_l = top_s.tolist()
         paid_l = (top_r - top_s).tolist()
+        cover_l = None if attended is None else attended.tolist()  # (n·K,)
         hist_l: list[list[int]] | None = None  # the history as lists, built only if needed
         parents: list[int] = []
         new_tok: list[int] = []
@@ -324,7 +335,8 @@ class BeamSearch(Strategy):
                         hist_l = self.history.tolist() if hist_l is None else hist_l
                         row = g * k + parent_l[g][j]
                         owes = self._owes(owed, row, self.eos_id)
-                        self._finish(sent, hist_l[row], s, length, owes, pay)
+                        cover = 0.0 if cover_l is None else cover_l[row]
+                        self._finish(sent, hist_l[row], s, length, owes, pay, cover)
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
@@ -336,8 +348,9 @@ class BeamSearch(Strategy):
                 for j in chosen:
                     row, tok = g * k + parent_l[g][j], tok_l[g][j]
                     owes = self._owes(owed, row, tok)
+                    cover = 0.0 if cover_l is None else cover_l[row]
                     self._finish(
-                        sent, hist_l[row] + [tok], score_l[g][j], length, owes, paid_l[g][j]
+                        sent, hist_l[row] + [tok], score_l[g][j], length, owes, paid_l[g][j], cover
                     )
             if self.complete[sent] >= k or at_limit or not chosen:
                 continue
@@ -424,6 +437,10 @@ STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
+# the least attention a source token counts as having had, in the attention coverage (log 0
+# would be -inf)
+ATTENTION_FLOOR = 1e-6
+
 # what a token is as UTF-8, for generate(utf8=...)
 NOT_A_BYTE, CONTINUATION, NEVER = 0, -1, -2
 
@@ -476,6 +493,7 @@ def generate(
     coverage: Coverage | None = None,
     utf8: Tensor | None = None,
     lexicon: Lexicon | None = None,
+    attend: int | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
@@ -484,7 +502,10 @@ def generate(
     :class:`Coverage`; weighed by ``cfg.number_coverage``). ``utf8``: (V,) roles from
     :func:`utf8_roles`, to keep byte pieces well-formed (None: no check). ``lexicon``: the
     known words and each sentence's source words, to rank hypotheses that write other words
-    lower by ``lexicon.penalty`` (beam search only; see :mod:`attenzione.lexicon`). Returns, per
+    lower by ``lexicon.penalty`` (beam search only; see :mod:`attenzione.lexicon`). ``attend``:
+    the decoder layer whose cross-attention measures how fully each hypothesis has covered its
+    source (beam search with ``cfg.attention_coverage`` > 0; the model's ``decode`` must then
+    take ``need_weights=True`` and return ``cross_attentions``; None: not measured). Returns, per
     sentence, its hypotheses best first (one for greedy and sampling, up to ``n_best`` for
     beam search).
     """
@@ -515,6 +536,10 @@ def generate(
             table = coverage.table.to(src_ids.device)[:, on]  # (V,C')
             need = coverage.need.to(src_ids.device)[:, on]  # (B,C')
             weight = None if coverage.weight is None else weight[on]
+    if attend is not None and not 0 <= attend < mc.n_dec_layers:
+        raise ValueError(f"attend must be a decoder layer, 0 to {mc.n_dec_layers - 1}: {attend}")
+    if cfg.method != "beam" or cfg.attention_coverage == 0:
+        attend = None  # off; greedy and sampling have no other hypothesis to choose
     limits = _limits(model, src_ids, cfg)  # (B,)
     strategy: Strategy
     if table is not None:
@@ -528,6 +553,11 @@ def generate(
     if need is not None:
         need = need if rows is None else need[rows]
         have = torch.zeros_like(need)
+    received = real = None  # (N,S): the attention each source token has had; its real tokens
+    if attend is not None:
+        real = (src_ids != mc.pad_id) & (src_ids != mc.eos_id)
+        real = real if rows is None else real[rows]
+        received = torch.zeros(real.shape, dtype=torch.float32, device=src_ids.device)
     if rows is not None:
         cache.reorder(rows)
         banned = None if banned is None else banned[rows]
@@ -540,7 +570,17 @@ def generate(
         row_sentence = list(range(n)) if rows is None else rows.tolist()
         words = WordCheck(lexicon, row_sentence, 2 * cfg.beam_size, src_ids.device)
     for step in range(int(limits.max())):
-        logits = model.decode(cur, cache=cache).logits[:, -1].float()  # (N,V)
+        attended = None
+        if received is not None and real is not None:
+            out = model.decode(cur, cache=cache, need_weights=True)
+            # the heads' mean attention from the newest position to each source token
+            received = received + out.cross_attentions[attend][:, :, -1].float().mean(dim=1)
+            # GNMT's coverage (Wu et al. 2016): Σ over source tokens of log min(received, 1),
+            # 0 once each has had a whole step's attention; floored so that log stays finite
+            attended = (received.clamp(min=ATTENTION_FLOOR, max=1.0).log() * real).sum(dim=1)
+        else:
+            out = model.decode(cur, cache=cache)
+        logits = out.logits[:, -1].float()  # (N,V)
         if step < cfg.min_len:
             logits[:, mc.eos_id] = float("-inf")
         if banned is not None:
@@ -551,11 +591,13 @@ def generate(
             owed = (need - have).clamp(min=0)  # (N,C)
         log_probs = torch.log_softmax(logits, dim=-1)
         charge = None if words is None else words.penalty(log_probs)
-        chosen = strategy.step(step, logits, log_probs, owed, charge)
+        chosen = strategy.step(step, logits, log_probs, owed, charge, attended)
         if chosen is None:
             break
         if chosen.rows is not None:
             cache.reorder(chosen.rows)
+            if received is not None and real is not None:
+                received, real = received[chosen.rows], real[chosen.rows]
             banned = None if banned is None else banned[chosen.rows]
             bytes_owed = bytes_owed[chosen.rows]
         if roles is not None:

@@ -10,6 +10,8 @@ writes as ``last/`` and ``best/``::
     info.json            facts for people: preset, step, scores, data attribution
     tgt_words.txt        optional: the words of the training targets, one per line, sorted
                          (beam search's known words, see attenzione.lexicon)
+    src_translated.txt   optional: the source words the training pairs translate rather than
+                         copy, one per line, sorted (not free to copy; attenzione.lexicon)
     train_config.json    only in a run's checkpoints: the TrainConfig, for ``--resume``
     training_state.pt    only in ``last/``: optimizer, progress, RNG states (tensors and
                          plain data, loaded with ``weights_only=True``)
@@ -47,6 +49,7 @@ INFO_NAME = "info.json"
 STATE_NAME = "training_state.pt"
 TRAIN_CONFIG_NAME = "train_config.json"
 WORDS_NAME = "tgt_words.txt"
+TRANSLATED_NAME = "src_translated.txt"
 SRC_TOKENIZER = "src_tokenizer"
 TGT_TOKENIZER = "tgt_tokenizer"
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained" / "en-it"
@@ -259,10 +262,11 @@ def read_info(directory: str | Path) -> dict[str, Any]:
     return info
 
 
-def read_words(directory: str | Path) -> list[str] | None:
-    """The known words of ``tgt_words.txt``, sorted (None if the directory has none); a file
-    that is not UTF-8, or not one lowercased word per line, is a ValueError."""
-    path = Path(directory) / WORDS_NAME
+def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | None:
+    """The known words of ``tgt_words.txt`` (or the translated source words of
+    ``src_translated.txt``, ``name``), sorted (None if the directory has none); a file that is
+    not UTF-8, or not one lowercased word per line, is a ValueError."""
+    path = Path(directory) / name
     if not path.is_file():
         return None
     try:
@@ -273,7 +277,7 @@ def read_words(directory: str | Path) -> list[str] | None:
         if words_of(line) != [line]:
             raise ValueError(f"{path}, line {n}: {line!r} is not one lowercased word")
     if not lines:
-        raise ValueError(f"{path} is empty: a word list needs the words of the training targets")
+        raise ValueError(f"{path} is empty: a word list needs the words of the training pairs")
     return sorted(set(lines))
 
 
@@ -297,6 +301,7 @@ def write_model_dir(
     state: dict[str, Any] | None = None,
     extra_files: dict[str, str] | None = None,
     words: Sequence[str] | None = None,
+    translated: Sequence[str] | None = None,
     dtype: torch.dtype | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Path:
@@ -304,7 +309,8 @@ def write_model_dir(
 
     ``state`` adds ``training_state.pt``; ``extra_files`` maps names to text written alongside
     (the trainer's ``train_config.json``), inside the same swap, so a checkpoint never becomes
-    visible without them. ``words`` writes ``tgt_words.txt`` (see :func:`read_words`).
+    visible without them. ``words`` writes ``tgt_words.txt`` and ``translated``
+    ``src_translated.txt`` (see :func:`read_words`).
     """
     required = MODEL_FILES + ((STATE_NAME,) if state is not None else ())
     required += tuple(extra_files or {})
@@ -316,8 +322,11 @@ def write_model_dir(
         atomic.write_text(tmp / INFO_NAME, json.dumps(info or {}, indent=2) + "\n")
         for name, text in (extra_files or {}).items():
             atomic.write_text(tmp / name, text)
-        if words is not None:
-            atomic.write_text(tmp / WORDS_NAME, "".join(w + "\n" for w in sorted(set(words))))
+        # no translated words (data too small to have seen a word twice) is no file: the same
+        # check, and an empty list is read as a damaged file
+        for name, listed in ((WORDS_NAME, words), (TRANSLATED_NAME, translated or None)):
+            if listed is not None:
+                atomic.write_text(tmp / name, "".join(w + "\n" for w in sorted(set(listed))))
         if state is not None:
             atomic.write_file(tmp / STATE_NAME, lambda p: torch.save(state, p))
 

@@ -30,6 +30,7 @@ import torch
 
 from attenzione import model_dir
 from attenzione.config import (
+    ATTENTION_COVERAGE,
     NUMBER_COVERAGE,
     PUNCTUATION_COVERAGE,
     WORD_PENALTY,
@@ -115,6 +116,7 @@ class Translator:
         info: dict[str, Any] | None = None,
         max_src_tokens: int | None = None,
         known_words: Sequence[str] | None = None,
+        translated_words: Sequence[str] | None = None,
     ) -> None:
         self.model = model.eval()
         self.src_tokenizer = src_tokenizer
@@ -142,9 +144,15 @@ class Translator:
         symbols = DIGITS + self._marks
         self._symbols_src = _symbol_table(src_tokenizer, model.config.src_vocab_size, symbols)
         self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
+        # the decoder layer whose cross-attention the attention coverage reads: the middle one
+        # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
+        self.attention_layer = model.config.n_dec_layers // 2
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
+        # the source words the training pairs translate rather than copy: not free to copy
+        # (None: every source word is; see attenzione.lexicon)
+        self.translated_words = translated_words
         # how the target language writes 1,234.5 (what the training targets did; see
         # attenzione.data.numbers.localize_numbers): the model's own unless set otherwise
         self.number_format = str(self.info.get("number_format", "keep"))
@@ -183,7 +191,15 @@ class Translator:
         src_tok, tgt_tok = model_dir.load_tokenizers(directory, raw.config)
         info = model_dir.read_info(directory)
         words = model_dir.read_words(directory)
-        return cls(for_inference(raw, precision), src_tok, tgt_tok, info=info, known_words=words)
+        translated = model_dir.read_words(directory, model_dir.TRANSLATED_NAME)
+        return cls(
+            for_inference(raw, precision),
+            src_tok,
+            tgt_tok,
+            info=info,
+            known_words=words,
+            translated_words=translated,
+        )
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
         """Write a loadable model directory (weights, config, tokenizers, info), atomically."""
@@ -194,6 +210,7 @@ class Translator:
             self.tgt_tokenizer,
             info=self.info,
             words=self.known_words,
+            translated=self.translated_words,
             dtype=dtype,
         )
 
@@ -268,10 +285,21 @@ class Translator:
                 coverage=coverage,
                 utf8=self._utf8,
                 lexicon=self._lexicon([src[i] for i in group], cfg),
+                attend=self.attention_layer,
             )
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results
+
+    @property
+    def translated_words(self) -> list[str] | None:
+        """The source words a translation may not copy for free (sorted; None: all may be)."""
+        return self._translated
+
+    @translated_words.setter
+    def translated_words(self, words: Sequence[str] | None) -> None:
+        self._translated = None if words is None else sorted(set(words))
+        self._not_free = frozenset(self._translated or ())
 
     @property
     def known_words(self) -> list[str] | None:
@@ -291,11 +319,14 @@ class Translator:
         return piece_table(pieces, self.model.config.eos_id)
 
     def _lexicon(self, src: list[list[int]], cfg: DecodeConfig) -> Lexicon | None:
-        """The known words and each source's words, for beam search's word check (None when
-        it is off or the model has no word list)."""
+        """The known words and each source's words (less those the training data translates
+        rather than copies), for beam search's word check (None when it is off or the model
+        has no word list)."""
         if self.known_words is None or cfg.word_penalty == 0 or cfg.method != "beam":
             return None
-        sources = [frozenset(words_of(self.src_tokenizer.decode(ids))) for ids in src]
+        sources = [
+            frozenset(words_of(self.src_tokenizer.decode(ids))) - self._not_free for ids in src
+        ]
         return Lexicon(self.known_words, *self._word_pieces, sources, cfg.word_penalty)
 
     def _coverage(self, batch: torch.Tensor, cfg: DecodeConfig) -> Coverage:
@@ -340,6 +371,7 @@ class Translator:
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
         punctuation_coverage: float = PUNCTUATION_COVERAGE,
+        attention_coverage: float = ATTENTION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
@@ -357,6 +389,8 @@ class Translator:
         digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
         decoding and sampling ignore it). ``punctuation_coverage`` does the same for the
         source's commas, semicolons, colons and brackets (:data:`CARRIED_MARKS`), per mark.
+        ``attention_coverage`` makes beam search prefer a translation that attended to every
+        source token (GNMT's coverage penalty, read off :attr:`attention_layer`; 0 = off).
         ``word_penalty`` makes beam search prefer a translation whose words are known words of
         the model or words of the source (:mod:`attenzione.lexicon`; 0 = off; a model without
         a word list, greedy decoding and sampling ignore it).
@@ -374,6 +408,7 @@ class Translator:
             number_coverage,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
 
@@ -453,6 +488,7 @@ class Translator:
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
         punctuation_coverage: float = PUNCTUATION_COVERAGE,
+        attention_coverage: float = ATTENTION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
@@ -473,6 +509,7 @@ class Translator:
             n_best=n_best,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
         )
         if not text.strip():
             return [("", 0.0)]
@@ -492,6 +529,7 @@ class Translator:
         length_penalty: float = 1.0,
         number_coverage: float = NUMBER_COVERAGE,
         punctuation_coverage: float = PUNCTUATION_COVERAGE,
+        attention_coverage: float = ATTENTION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
         batch_size: int = 64,
         fix_numbers: bool = True,
@@ -518,6 +556,7 @@ class Translator:
             n_best,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
         )
         out: list[list[ScoredTranslation]] = []
         for parts in self._decode_parts(sentences, cfg, batch_size):
@@ -614,6 +653,7 @@ def decode_config(
     *,
     word_penalty: float = WORD_PENALTY,
     punctuation_coverage: float = PUNCTUATION_COVERAGE,
+    attention_coverage: float = ATTENTION_COVERAGE,
 ) -> DecodeConfig:
     """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
     translate``) describe: sampling, greedy (beam 1) or beam search (``n_best`` candidates)."""
@@ -628,6 +668,7 @@ def decode_config(
         number_coverage=number_coverage,
         word_penalty=word_penalty,
         punctuation_coverage=punctuation_coverage,
+        attention_coverage=attention_coverage,
     )
     if sample:
         return sampling
@@ -639,6 +680,7 @@ def decode_config(
             number_coverage=number_coverage,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
         )
     return DecodeConfig(
         method="beam",
@@ -648,4 +690,5 @@ def decode_config(
         number_coverage=number_coverage,
         word_penalty=word_penalty,
         punctuation_coverage=punctuation_coverage,
+        attention_coverage=attention_coverage,
     )

@@ -115,6 +115,19 @@ def punctuation_coverage_option() -> Any:
     )
 
 
+def attention_coverage_option() -> Any:
+    """``--attention-coverage``, as ``translate`` and ``evaluate`` take it."""
+    from attenzione.config import ATTENTION_COVERAGE
+
+    return typer.Option(
+        ATTENTION_COVERAGE,
+        help="Beam search: add this times a translation's attention coverage (the sum over "
+        "source tokens of log min(attention received, 1); lower when part of the source was "
+        "never attended to, a dropped clause) to its score (0 = off).",
+        callback=at_least(0),
+    )
+
+
 def word_penalty_option() -> Any:
     """``--word-penalty``, as ``translate`` and ``evaluate`` take it."""
     from attenzione.config import WORD_PENALTY

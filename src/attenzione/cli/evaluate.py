@@ -10,6 +10,7 @@ import typer
 
 from attenzione.cli.common import (
     at_least,
+    attention_coverage_option,
     check_number_flags,
     check_writable,
     number_coverage_option,
@@ -50,6 +51,7 @@ def evaluate(
     ),
     number_coverage: float = number_coverage_option(),
     punctuation_coverage: float = punctuation_coverage_option(),
+    attention_coverage: float = attention_coverage_option(),
     word_penalty: float = word_penalty_option(),
     number_format: str = number_format_option(),
     all_references: bool = typer.Option(
@@ -85,6 +87,7 @@ def evaluate(
             number_coverage=number_coverage,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
             fix_numbers=fix_numbers,
         )
         seconds = time.perf_counter() - started
@@ -107,6 +110,7 @@ def evaluate(
                         # greedy decoding has no search for coverage to rank
                         "number_coverage": number_coverage if beam > 1 else None,
                         "punctuation_coverage": punctuation_coverage if beam > 1 else None,
+                        "attention_coverage": attention_coverage if beam > 1 else None,
                         # likewise, and a model without a word list has nothing to check
                         "word_penalty": word_penalty
                         if beam > 1 and translator.known_words is not None

@@ -18,6 +18,7 @@ import typer
 
 from attenzione.cli.common import (
     at_least,
+    attention_coverage_option,
     check_argument_text,
     check_number_flags,
     check_writable,
@@ -70,6 +71,7 @@ def translate(
     ),
     number_coverage: float = number_coverage_option(),
     punctuation_coverage: float = punctuation_coverage_option(),
+    attention_coverage: float = attention_coverage_option(),
     word_penalty: float = word_penalty_option(),
     n_best: int = typer.Option(
         1,
@@ -111,6 +113,7 @@ def translate(
                 number_coverage=number_coverage,
                 word_penalty=word_penalty,
                 punctuation_coverage=punctuation_coverage,
+                attention_coverage=attention_coverage,
                 fix_numbers=fix_numbers,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
@@ -126,6 +129,7 @@ def translate(
             number_coverage,
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
+            attention_coverage=attention_coverage,
         )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers

@@ -40,7 +40,7 @@ from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec
-from attenzione.lexicon import word_list
+from attenzione.lexicon import translated_words, word_list
 from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.dev_eval import dev_loss, dev_scores
@@ -241,6 +241,12 @@ class Trainer:
         check of beam search, :mod:`attenzione.lexicon`)."""
         return word_list(tgt for _, tgt in self.data.train)
 
+    @cached_property
+    def translated_words(self) -> list[str]:
+        """The source words the training pairs translate rather than copy: not free for beam
+        search's word check to copy (:func:`attenzione.lexicon.translated_words`)."""
+        return translated_words(self.data.train)
+
     def save(self, name: str, *, with_state: bool) -> None:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
         if self.rank != 0:
@@ -260,6 +266,7 @@ class Trainer:
             else None,
             extra_files={model_dir.TRAIN_CONFIG_NAME: self.cfg.to_json() + "\n"},
             words=self.target_words,
+            translated=self.translated_words,
         )
 
     def _metric(self, record: dict[str, Any]) -> None:

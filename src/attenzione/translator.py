@@ -143,6 +143,12 @@ class Translator:
         self._marks = "".join(m for c, m in enumerate(CARRIED_MARKS) if tgt_marks[:, c].any())
         symbols = DIGITS + self._marks
         self._symbols_src = _symbol_table(src_tokenizer, model.config.src_vocab_size, symbols)
+        # source pieces that end / begin with a digit: a mark between two ("55,000", "9:30")
+        # belongs to a number, which the target may write with other separators ("55.000")
+        src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_tokenizer.vocab_size)]
+        pad = [""] * max(0, model.config.src_vocab_size - len(src_pieces))
+        self._ends_digit = torch.tensor([p[-1:].isdigit() for p in src_pieces + pad])
+        self._starts_digit = torch.tensor([p[:1].isdigit() for p in src_pieces + pad])
         self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
@@ -333,10 +339,16 @@ class Translator:
         """The digits and carried marks each source sentence has, and those each target piece
         writes: the output is pushed to carry every number over before it ends
         (``number_coverage`` per digit) and to keep the source's commas, semicolons, colons
-        and brackets (``punctuation_coverage`` per mark; see ``CARRIED_MARKS``)."""
-        symbols = self._symbols_src.to(batch.device)
+        and brackets (``punctuation_coverage`` per mark; see ``CARRIED_MARKS``) — not those
+        inside a number ("55,000", "9:30"), which the target may write otherwise."""
+        symbols = self._symbols_src.to(batch.device)[batch]  # (B,S,C)
         real = (batch != self.model.config.pad_id).long()[:, :, None]  # (B,S,1)
-        need = (symbols[batch] * real).sum(dim=1)  # (B,C)
+        # a mark between digits is part of a number, left to the digits' coverage
+        in_number = torch.zeros(batch.shape, dtype=torch.bool, device=batch.device)  # (B,S)
+        ends, starts = self._ends_digit.to(batch.device), self._starts_digit.to(batch.device)
+        in_number[:, 1:-1] = ends[batch[:, :-2]] & starts[batch[:, 2:]]
+        symbols[:, :, len(DIGITS) :] *= (~in_number).long()[:, :, None]
+        need = (symbols * real).sum(dim=1)  # (B,C)
         weight = torch.tensor(
             [cfg.number_coverage] * len(DIGITS) + [cfg.punctuation_coverage] * len(self._marks),
             device=batch.device,

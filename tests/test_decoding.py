@@ -472,6 +472,34 @@ def test_attention_coverage_ranks_down_what_left_its_source_unattended() -> None
     assert scores[(A,)] == pytest.approx(math.log(0.30) + _covered(2 / 3, 2 / 3))
 
 
+class _SwappingAttention(_Attending):
+    """_Swapping's table (the two beams trade rows at step 1), with attention that differs by
+    beam: after C the second token gets all of it, after A a tenth."""
+
+    TABLE = {
+        (): {C: 0.55, A: 0.45},
+        (C,): {B: 0.6, EOS: 0.4},
+        (A,): {B: 0.9, EOS: 0.1},
+        (C, B): {EOS: 1.0},
+        (A, B): {EOS: 1.0},
+    }
+    ATTN = {(): [1.0, 0.0, 0.0], (C,): [0.0, 1.0, 0.0], (A,): [0.0, 0.1, 0.9]}
+
+
+def test_attention_coverage_follows_each_beam_through_reordering() -> None:
+    # at step 1 A·B (0.405) overtakes C·B (0.33) and the rows swap; the attention each has
+    # received must swap with them. The last step attends a third to each token.
+    cfg = DecodeConfig(
+        method="beam", beam_size=2, n_best=2, length_penalty=0.0, attention_coverage=1.0
+    )
+    src = torch.tensor([[A, A, EOS]])
+    out = generate(_SwappingAttention(), src, cfg, attend=1)[0]
+    hyps = {tuple(h.tokens): h.score for h in out}
+    assert list(hyps) == [(C, B), (A, B)]
+    assert hyps[(C, B)] == pytest.approx(math.log(0.55 * 0.6) + _covered(1 + 1 / 3, 1 + 1 / 3))
+    assert hyps[(A, B)] == pytest.approx(math.log(0.45 * 0.9) + _covered(1 + 1 / 3, 0.1 + 1 / 3))
+
+
 def test_attention_coverage_is_off_at_zero_without_a_layer_and_for_greedy() -> None:
     src = torch.tensor([[A, A, EOS]])
     for cfg, attend in (

@@ -263,7 +263,7 @@ def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
 
 
 # ---------------------------------------------------------------------------- translated words
-def test_translated_words_are_those_the_pairs_translate_rather_than_copy() -> None:
+def test_translated_words_are_those_the_pairs_always_translate() -> None:
     pairs = [
         ("Tom met Mary in July.", "Tom ha incontrato Mary a luglio."),
         ("Tom left in July.", "Tom è partito a luglio."),
@@ -274,15 +274,14 @@ def test_translated_words_are_those_the_pairs_translate_rather_than_copy() -> No
         ("Open the Police menu.", "Apri il menu Police."),
         ("Boston is big.", "Boston è grande."),
     ]
-    # "july" and "in": 2 distinct pairs, never copied; "police": 4, copied in 1 (25%, any
-    # case); "tom": always copied; "boston", "left", "met": one distinct pair only
+    # "july" and "in": 2 distinct pairs, in no target; "police": 4, but one target has it
+    # (any case), so it is a known word and stays free; "tom": always copied; "boston",
+    # "left", "met": one distinct pair only
     assert translated_words(pairs) == ["came", "in", "july", "the"]
-    assert "police" in translated_words(pairs, share=0.3)
+    assert translated_words(pairs[:-2]) == ["came", "in", "july", "police", "the"]
     assert translated_words(pairs, least=3) == ["came", "the"]
     with pytest.raises(ValueError, match="least"):
         translated_words(pairs, least=0)
-    with pytest.raises(ValueError, match="share"):
-        translated_words(pairs, share=0.0)
 
 
 def test_translated_words_round_trip_through_a_model_directory(tmp_path: Path) -> None:

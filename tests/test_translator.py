@@ -251,6 +251,15 @@ def test_shipped_model_keeps_the_commas_of_its_source() -> None:
     assert all(d.count(",") < s.count(",") for s, d in zip(sources, dropped, strict=True)), dropped
     # only the ranking changed: each kept translation is the other with its commas
     assert [k.replace(",", "") for k in kept] == [d.replace(",", "") for d in dropped]
+    # what is owed: "5,000"'s comma is the number's; "3 (4)" has its brackets ("▁(" follows a
+    # digit piece, but after a space)
+    from attenzione.translator import DIGITS
+
+    text = "Scores were 3 (4), then 5,000."
+    ids = torch.tensor([tr.encode_source(text)])
+    need = tr._coverage(ids, DecodeConfig()).need[0].tolist()
+    owed = dict(zip(DIGITS + tr._marks, need, strict=True))
+    assert (owed[","], owed["("], owed[")"], owed["0"], owed["5"]) == (1, 1, 1, 3, 1)
 
 
 @shipped
@@ -389,9 +398,10 @@ def test_coverage_counts_the_digits_and_marks_of_each_source_and_each_piece() ->
         "the cat",
         "born in 1990, 90 cats (or dogs); no: yes",
         "2,017 cats, 1,990 dogs",  # a comma inside a number is the number's, not owed
+        "scores 3 (4), 5",  # a bracket after a number's space is not inside it
     ]
     ids = [tr.encode_source(s) for s in sources]
-    batch = torch.full((4, max(map(len, ids))), tr.model.config.pad_id, dtype=torch.long)
+    batch = torch.full((5, max(map(len, ids))), tr.model.config.pad_id, dtype=torch.long)
     for row, s in enumerate(ids):
         batch[row, : len(s)] = torch.tensor(s)
     cfg = DecodeConfig(number_coverage=0.5, punctuation_coverage=0.25)
@@ -414,7 +424,7 @@ def test_coverage_counts_the_digits_and_marks_of_each_source_and_each_piece() ->
     wide = Translator(
         Transformer(_tiny_config(tok.vocab_size, tok.vocab_size + 3, max_len=64)), tok, tok
     )
-    wide._coverage(batch, cfg).check(4, tok.vocab_size + 3)
+    wide._coverage(batch, cfg).check(5, tok.vocab_size + 3)
     assert not wide._symbols_tgt[tok.vocab_size :].any()
 
 

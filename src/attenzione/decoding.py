@@ -499,13 +499,14 @@ def generate(
 
     ``banned``: (B,V) booleans, the tokens each sentence may never produce (``<eos>`` must
     stay allowed). ``coverage``: what each sentence should produce before it ends (see
-    :class:`Coverage`; weighed by ``cfg.number_coverage``). ``utf8``: (V,) roles from
-    :func:`utf8_roles`, to keep byte pieces well-formed (None: no check). ``lexicon``: the
-    known words and each sentence's source words, to rank hypotheses that write other words
-    lower by ``lexicon.penalty`` (beam search only; see :mod:`attenzione.lexicon`). ``attend``:
-    the decoder layer whose cross-attention measures how fully each hypothesis has covered its
-    source (beam search with ``cfg.attention_coverage`` > 0; the model's ``decode`` must then
-    take ``need_weights=True`` and return ``cross_attentions``; None: not measured). Returns, per
+    :class:`Coverage`; weighed by its own weights, or else ``cfg.number_coverage``).
+    ``utf8``: (V,) roles from :func:`utf8_roles`, to keep byte pieces well-formed (None: no
+    check). ``lexicon``: the known words and each sentence's source words, to rank
+    hypotheses that write other words lower by ``lexicon.penalty`` (beam search only; see
+    :mod:`attenzione.lexicon`). ``attend``: the decoder layer whose cross-attention measures
+    how fully each hypothesis has covered its source (beam search with
+    ``cfg.attention_coverage`` > 0; the model's ``decode`` must then take
+    ``need_weights=True`` and return ``cross_attentions``; None: not measured). Returns, per
     sentence, its hypotheses best first (one for greedy and sampling, up to ``n_best`` for
     beam search).
     """

@@ -12,10 +12,10 @@ but not a word ("centesi" for "centesimi"). A soft constraint, like the number c
 unknown word still wins when every hypothesis has one or the model is far surer of it.
 
 Not every source word is free to copy: the model directory can also list the source words its
-training pairs translate rather than copy (``src_translated.txt``, written by
-:func:`translated_words`: "july", "police", "former", "turkey", but not "tom" or "boston"). An
-English word left in the translation is charged like an invented one when the training data,
-having seen it several times, nearly always wrote something else for it.
+training pairs always translate (``src_translated.txt``, written by :func:`translated_words`:
+"july", "police", "former", "turkey", but not "tom" or "boston"). An English word left in
+the translation is charged like an invented one when the training data, having seen it in
+several sources, never wrote it in a target.
 
 Words are the lowercased runs of letters (:data:`WORD`): "dell'Università" is "dell" and
 "università"; digits and punctuation are not words and are never checked.
@@ -51,31 +51,25 @@ def word_list(texts: Iterable[str]) -> list[str]:
 
 
 # A source word is "translated, not copied" when at least TRANSLATED_LEAST distinct training
-# pairs have it in their source and fewer than TRANSLATED_SHARE of them have it in their target
-# too (chosen on the dev sets: docs/broad-training.md)
+# pairs have it in their source and no training target has it (chosen on the dev sets:
+# docs/broad-training.md). A word some target does have is a known word, free anyway.
 TRANSLATED_LEAST = 2
-TRANSLATED_SHARE = 0.1
 
 
 def translated_words(
-    pairs: Iterable[tuple[str, str]],
-    *,
-    least: int = TRANSLATED_LEAST,
-    share: float = TRANSLATED_SHARE,
+    pairs: Iterable[tuple[str, str]], *, least: int = TRANSLATED_LEAST
 ) -> list[str]:
-    """The source words that ``pairs`` translate rather than copy, sorted: in the sources of at
-    least ``least`` distinct pairs, and in the targets of fewer than ``share`` of those. What a
-    model directory's ``src_translated.txt`` holds."""
-    if least < 1 or not 0 < share <= 1:
-        raise ValueError(f"least must be >= 1 and share in (0, 1], got {least} and {share}")
+    """The source words that ``pairs`` always translate, sorted: in the sources of at least
+    ``least`` distinct pairs and in none of the targets. What a model directory's
+    ``src_translated.txt`` holds."""
+    if least < 1:
+        raise ValueError(f"least must be >= 1, got {least}")
     seen: Counter[str] = Counter()
-    kept: Counter[str] = Counter()
+    written: set[str] = set()
     for src, tgt in {(s, t) for s, t in pairs}:
-        target = set(words_of(tgt))
-        for w in set(words_of(src)):
-            seen[w] += 1
-            kept[w] += w in target
-    return sorted(w for w, n in seen.items() if n >= least and kept[w] < share * n)
+        seen.update(set(words_of(src)))
+        written.update(words_of(tgt))
+    return sorted(w for w, n in seen.items() if n >= least and w not in written)
 
 
 def piece_table(pieces: Sequence[str], eos_id: int) -> tuple[list[bytes], Tensor]:

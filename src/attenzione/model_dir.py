@@ -10,8 +10,9 @@ writes as ``last/`` and ``best/``::
     info.json            facts for people: preset, step, scores, data attribution
     tgt_words.txt        optional: the words of the training targets, one per line, sorted
                          (beam search's known words, see attenzione.lexicon)
-    src_translated.txt   optional: the source words the training pairs translate rather than
-                         copy, one per line, sorted (not free to copy; attenzione.lexicon)
+    src_translated.txt   optional: the source words the training pairs always translate (never
+                         in a target), one per line, sorted (not free to copy; see
+                         attenzione.lexicon)
     train_config.json    only in a run's checkpoints: the TrainConfig, for ``--resume``
     training_state.pt    only in ``last/``: optimizer, progress, RNG states (tensors and
                          plain data, loaded with ``weights_only=True``)

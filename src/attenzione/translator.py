@@ -143,12 +143,14 @@ class Translator:
         self._marks = "".join(m for c, m in enumerate(CARRIED_MARKS) if tgt_marks[:, c].any())
         symbols = DIGITS + self._marks
         self._symbols_src = _symbol_table(src_tokenizer, model.config.src_vocab_size, symbols)
-        # source pieces that end / begin with a digit: a mark between two ("55,000", "9:30")
-        # belongs to a number, which the target may write with other separators ("55.000")
+        # source pieces that end / begin with a digit, and pieces that are not a word's start:
+        # a mark written between two digits ("55,000", "9:30"; not "3 (4)") belongs to a
+        # number, which the target may write with other separators ("55.000")
         src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_tokenizer.vocab_size)]
-        pad = [""] * max(0, model.config.src_vocab_size - len(src_pieces))
-        self._ends_digit = torch.tensor([p[-1:].isdigit() for p in src_pieces + pad])
-        self._starts_digit = torch.tensor([p[:1].isdigit() for p in src_pieces + pad])
+        src_pieces += [""] * max(0, model.config.src_vocab_size - len(src_pieces))
+        self._ends_digit = torch.tensor([p[-1:] in set(DIGITS) for p in src_pieces])
+        self._starts_digit = torch.tensor([p[:1] in set(DIGITS) for p in src_pieces])
+        self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
         self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
@@ -156,7 +158,7 @@ class Translator:
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
-        # the source words the training pairs translate rather than copy: not free to copy
+        # the source words the training pairs always translate: not free to copy
         # (None: every source word is; see attenzione.lexicon)
         self.translated_words = translated_words
         # how the target language writes 1,234.5 (what the training targets did; see
@@ -346,7 +348,8 @@ class Translator:
         # a mark between digits is part of a number, left to the digits' coverage
         in_number = torch.zeros(batch.shape, dtype=torch.bool, device=batch.device)  # (B,S)
         ends, starts = self._ends_digit.to(batch.device), self._starts_digit.to(batch.device)
-        in_number[:, 1:-1] = ends[batch[:, :-2]] & starts[batch[:, 2:]]
+        joined = self._joined.to(batch.device)
+        in_number[:, 1:-1] = ends[batch[:, :-2]] & joined[batch[:, 1:-1]] & starts[batch[:, 2:]]
         symbols[:, :, len(DIGITS) :] *= (~in_number).long()[:, :, None]
         need = (symbols * real).sum(dim=1)  # (B,C)
         weight = torch.tensor(
@@ -505,8 +508,8 @@ class Translator:
         fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
-        scores (length-normalised log-prob with the word penalties, less the number coverage's
-        charge; with beam 1
+        scores (length-normalised log-prob with the word penalties, less the number and
+        punctuation coverage's charges, plus the weighed attention coverage; with beam 1
         and one hypothesis it is greedy decoding, and the score its total log-prob). The
         sentence must fit what the model reads at once (a split line has no n-best list)."""
         cfg = decode_config(
@@ -552,9 +555,9 @@ class Translator:
         one's score. A blank sentence gives ``[ScoredTranslation("", 0.0, 0.0, ())]``. A
         sentence too long for the model is translated in pieces (the input policy) and gets
         one candidate: the pieces' best translations joined, their log-probs summed.
-        Candidates are ranked by beam search's score (with the number coverage and the word
-        check), so a candidate that owes a digit or invents a word can come after one with a
-        lower ``confidence``.
+        Candidates are ranked by beam search's score (with the number, punctuation and
+        attention coverage and the word check), so a candidate that owes a digit or invents a
+        word can come after one with a lower ``confidence``.
         """
         cfg = decode_config(
             max(beam, n_best),

@@ -243,7 +243,7 @@ class Trainer:
 
     @cached_property
     def translated_words(self) -> list[str]:
-        """The source words the training pairs translate rather than copy: not free for beam
+        """The source words the training pairs always translate: not free for beam
         search's word check to copy (:func:`attenzione.lexicon.translated_words`)."""
         return translated_words(self.data.train)
 

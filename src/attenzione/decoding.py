@@ -235,7 +235,11 @@ class BeamSearch(Strategy):
         super().__init__(cfg, eos_id, limits)
         self.table = table
         # (C,) the charge per owed symbol of each column (None: number_coverage for all)
-        self.weight = None if weight is None else weight.to(limits.device, torch.float32)
+        self.weight = (
+            torch.full((0 if table is None else table.shape[-1],), cfg.number_coverage)
+            if weight is None
+            else weight
+        ).to(limits.device, torch.float64)
         self.complete = [0] * self.batch  # finished hypotheses that owe nothing, per sentence
         k, b, dev = cfg.beam_size, self.batch, limits.device
         self.k, self.device = k, dev
@@ -277,9 +281,6 @@ class BeamSearch(Strategy):
         if owed is None or self.table is None:
             return 0, 0.0
         left = (owed[row] - self.table[token]).clamp(min=0)  # (C,)
-        if self.weight is None:
-            count = int(left.sum())
-            return count, self.cfg.number_coverage * count
         return int(left.sum()), float((left * self.weight).sum())
 
     def step(
@@ -426,8 +427,8 @@ class Coverage:
     def weights(self, number_coverage: float) -> Tensor:
         """(C,) the charge per owed symbol of each column."""
         if self.weight is not None:
-            return self.weight.float()
-        return torch.full((self.table.shape[-1],), float(number_coverage))
+            return self.weight.double()
+        return torch.full((self.table.shape[-1],), float(number_coverage), dtype=torch.float64)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {
@@ -536,7 +537,7 @@ def generate(
         if cfg.method == "beam" and bool(on.any()):
             table = coverage.table.to(src_ids.device)[:, on]  # (V,C')
             need = coverage.need.to(src_ids.device)[:, on]  # (B,C')
-            weight = None if coverage.weight is None else weight[on]
+            weight = weight[on]
     if attend is not None and not 0 <= attend < mc.n_dec_layers:
         raise ValueError(f"attend must be a decoder layer, 0 to {mc.n_dec_layers - 1}: {attend}")
     if cfg.method != "beam" or cfg.attention_coverage == 0:

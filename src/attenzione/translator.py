@@ -148,8 +148,9 @@ class Translator:
         # number, which the target may write with other separators ("55.000")
         src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_tokenizer.vocab_size)]
         src_pieces += [""] * max(0, model.config.src_vocab_size - len(src_pieces))
-        self._ends_digit = torch.tensor([p[-1:] in set(DIGITS) for p in src_pieces])
-        self._starts_digit = torch.tensor([p[:1] in set(DIGITS) for p in src_pieces])
+        digits = set(DIGITS)
+        self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])
+        self._starts_digit = torch.tensor([p[:1] in digits for p in src_pieces])
         self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
         self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
         # the decoder layer whose cross-attention the attention coverage reads: the middle one

@@ -139,10 +139,13 @@ class Translator:
         # (V,C): how many of each digit and carried mark every piece writes, for beam search's
         # coverage; a mark the target vocabulary cannot write is left out (every translation
         # would owe it)
-        tgt_marks = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, CARRIED_MARKS)
-        self._marks = "".join(m for c, m in enumerate(CARRIED_MARKS) if tgt_marks[:, c].any())
-        symbols = DIGITS + self._marks
-        self._symbols_src = _symbol_table(src_tokenizer, model.config.src_vocab_size, symbols)
+        every = DIGITS + CARRIED_MARKS
+        tgt_table = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, every)
+        kept = [c for c in range(len(every)) if c < len(DIGITS) or tgt_table[:, c].any()]
+        self._marks = "".join(every[c] for c in kept[len(DIGITS) :])
+        self._symbols_tgt = tgt_table[:, kept]
+        src_table = _symbol_table(src_tokenizer, model.config.src_vocab_size, every)
+        self._symbols_src = src_table[:, kept]
         # source pieces that end / begin with a digit, and pieces that are not a word's start:
         # a mark written between two digits ("55,000", "9:30"; not "3 (4)") belongs to a
         # number, which the target may write with other separators ("55.000")
@@ -152,7 +155,6 @@ class Translator:
         self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])
         self._starts_digit = torch.tensor([p[:1] in digits for p in src_pieces])
         self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
-        self._symbols_tgt = _symbol_table(tgt_tokenizer, model.config.tgt_vocab_size, symbols)
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = model.config.n_dec_layers // 2
@@ -328,8 +330,8 @@ class Translator:
         return piece_table(pieces, self.model.config.eos_id)
 
     def _lexicon(self, src: list[list[int]], cfg: DecodeConfig) -> Lexicon | None:
-        """The known words and each source's words (less those the training data translates
-        rather than copies), for beam search's word check (None when it is off or the model
+        """The known words and each source's words (less those the training data always
+        translates), for beam search's word check (None when it is off or the model
         has no word list)."""
         if self.known_words is None or cfg.word_penalty == 0 or cfg.method != "beam":
             return None

@@ -452,3 +452,30 @@ def test_a_word_too_long_for_the_model_is_copied_unchanged() -> None:
     )
     with pytest.raises(ValueError, match="n-best list needs a shorter sentence"):
         tr.translate_n_best(line)
+
+
+def test_source_is_normalised_as_the_training_data_was(translator: Translator) -> None:
+    """The trainer turns "’" into "'", composes accents (NFC) and folds whitespace runs; the
+    translator must read a user's text the same way, or the model sees what it never saw."""
+    plain = translator.encode_source("the cat's house is here")
+    assert translator.encode_source("the cat\u2019s  house\tis here ") == plain
+    assert translator.encode_source("the cat\u02bcs house is here") == plain
+    decomposed = "the cafe\u0301 is here"  # "é" as e + combining acute
+    assert translator.encode_source(decomposed) == translator.encode_source("the café is here")
+    assert translator.translate(["the cat\u2019s  house is here"], beam=2) == translator.translate(
+        ["the cat's house is here"], beam=2
+    )
+    maps = translator.attention("the cat is here", "il cat\u2019s  is here")
+    assert maps.translation == translator.tgt_tokenizer.decode(
+        translator.tgt_tokenizer.encode("il cat's is here")
+    )
+
+
+@shipped
+def test_shipped_model_reads_typographic_apostrophes_as_plain_ones() -> None:
+    tr = Translator.from_pretrained()
+    curly, plain = tr.translate(
+        ["I don\u2019t know what it\u2019s about.", "I don't know what it's about."]
+    )
+    assert curly == plain, (curly, plain)
+    assert "\u2019" not in curly and "non so" in curly, curly

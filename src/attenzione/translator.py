@@ -36,6 +36,7 @@ from attenzione.config import (
     WORD_PENALTY,
     DecodeConfig,
 )
+from attenzione.data.corpus import normalize
 from attenzione.data.numbers import NUMBER_FORMATS, localize_numbers, repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
@@ -227,8 +228,12 @@ class Translator:
 
     # ------------------------------------------------------------------ tokens
     def encode_source(self, text: str) -> list[int]:
-        """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>``."""
-        return self.src_tokenizer.encode(text) + [self.model.config.eos_id]
+        """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>``.
+
+        The text is first normalised as the training data was (:func:`normalize`: NFC,
+        typographic apostrophes → ', whitespace runs → one space): the model has never seen a
+        "’", and "I don’t know" would otherwise come out as nonsense."""
+        return self.src_tokenizer.encode(normalize(text)) + [self.model.config.eos_id]
 
     def _pieces(self, text: str) -> list[str]:
         """Split ``text`` into parts whose source ids fit ``max_src_tokens`` (input policy)."""
@@ -635,7 +640,7 @@ class Translator:
             cfg = decode_config(beam, False, 1.0, 0, 1.0, None, 1.0)
             tgt_ids = self.translate_ids([src_ids], cfg)[0][0].tokens
         else:
-            tgt_ids = self.tgt_tokenizer.encode(tgt.strip())
+            tgt_ids = self.tgt_tokenizer.encode(normalize(tgt))
         translation = self.tgt_tokenizer.decode(tgt_ids)
         cfg_m = self.model.config
         device = next(self.model.parameters()).device

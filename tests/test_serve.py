@@ -238,6 +238,15 @@ def test_attention_matrix_and_alignment(server: Server) -> None:
     assert maps["kinds"]["cross"]["weights"][2][1] != maps["kinds"]["cross"]["weights"][2][0]
     status, bad = post(server.url + "/translate", {**base, "attention": True, "attention_head": 9})
     assert status == 400 and "head 9 is out of range" in bad["error"]
+    # with an emoji and in capitals: the map shows what the model read (no emoji bytes, in
+    # sentence case), the translation has the emoji back and is in capitals
+    shout = {**base, "q": "THE CAT IS SLEEPING ON THE SOFA. 😊", "attention": True}
+    status, body = post(server.url + "/translate", shout)
+    assert status == 200 and body["translatedText"].endswith(" 😊")
+    assert body["translatedText"] == body["translatedText"].upper()
+    att, emoji = body["attention"]  # the service's segmenter makes "😊" a sentence of its own
+    assert "cat" in att["alignment"]["source_words"] and "THE" not in att["source_tokens"]
+    assert emoji is None  # nothing was translated there
 
 
 def test_html_keeps_markup(server: Server) -> None:

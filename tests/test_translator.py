@@ -479,3 +479,77 @@ def test_shipped_model_reads_typographic_apostrophes_as_plain_ones() -> None:
     )
     assert curly == plain, (curly, plain)
     assert "\u2019" not in curly and "non so" in curly, curly
+
+
+def _tiny_bytes_translator() -> Translator:
+    """An untrained model on a SentencePiece vocabulary with byte fallback, as the shipped
+    one has: a pictograph is spelled in bytes."""
+    torch.manual_seed(0)
+    tok = SentencePieceTokenizer.train(
+        [s + " 20°C" for s in SENTENCES] * 3, vocab_size=285, byte_fallback=True
+    )
+    return Translator(
+        Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)), tok, tok
+    )
+
+
+def test_pictographs_are_carried_and_the_text_around_them_translated() -> None:
+    tr = _tiny_bytes_translator()
+    assert all(tr.carries(c) for c in "🍕😊★✓")
+    assert not any(tr.carries(c) for c in "a°€£!.-")  # letters, units, currencies, marks
+    # runs of pictographs with their joiners are carried whole, with the spacing they had
+    family = "👨\u200d👩\u200d👧🇮🇹"
+    assert tr._stretches(f"the cat 🍕 is here! 😊👍 {family}") == [
+        ("", "the cat", True),
+        (" ", "🍕", False),
+        (" ", "is here!", True),
+        (" ", "😊👍", False),
+        (" ", family, False),
+    ]
+    assert tr._stretches("the cat😊!") == [
+        ("", "the cat", True),
+        ("", "😊", False),
+        ("", "!", False),
+    ]
+    assert tr._stretches("😊 😊") == [("", "😊", False), (" ", "😊", False)]
+    # the output is the translations of the stretches, in order, with the pictographs between
+    first, second = tr.translate(["the cat is here", "the dog is there!"], beam=2)
+    assert first and second
+    line = "🎉 the cat is here 😊 the dog is there!"
+    assert tr.translate([line], beam=2) == [f"🎉 {first} 😊 {second}"]
+    assert tr.translate(["😊 👍 !"], beam=2) == ["😊 👍 !"]  # nothing to translate: kept
+    scored = tr.translate_scored(["the cat is here 😊"], beam=2, n_best=2)[0]
+    assert len(scored) == 2 and all(c.text.endswith(" 😊") for c in scored)
+    assert scored[0].pieces == 1 and scored[0].read == "the cat is here"
+
+
+def test_a_line_in_capitals_is_translated_in_sentence_case_and_put_back_in_capitals() -> None:
+    from attenzione.translator import _sentence_case, _shouting
+
+    assert _shouting("WARNING: DO NOT OPEN") and _shouting("OK 😊")
+    assert not _shouting("Open File") and not _shouting("I") and not _shouting("USA is big")
+    assert _sentence_case("WARNING. DO NOT OPEN! WHAT DO I DO?", starts=True) == (
+        "Warning. Do not open! What do I do?"
+    )
+    assert _sentence_case("IS HERE", starts=False) == "is here"
+    tr = _tiny_bytes_translator()
+    plain = tr.translate(["The cat is here"], beam=2)[0]
+    assert tr.translate(["THE CAT IS HERE"], beam=2) == [plain.upper()]
+    parts = tr._parts("THE CAT 🍕 IS HERE")
+    assert [(p.text, p.upper) for p in parts] == [
+        ("The cat", True),
+        ("🍕", False),
+        ("is here", True),
+    ]
+
+
+@shipped
+def test_shipped_model_carries_emoji_and_translates_text_in_capitals() -> None:
+    tr = Translator.from_pretrained()
+    pizza, thanks, warning, save = tr.translate(
+        ["I love pizza 🍕!", "Thanks! 😊", "WARNING: DO NOT OPEN THE DOOR.", "SAVE"]
+    )
+    assert pizza.endswith(" 🍕!") and "pizza" in pizza and "sbot" not in pizza, pizza
+    assert thanks == "Grazie! 😊", thanks
+    assert warning == warning.upper() and "PORTA" in warning and "DOOR" not in warning, warning
+    assert save == "SALVA", save

@@ -14,12 +14,23 @@ Input policy:
   one), each translated on its own and joined with a space; a single sentence that is still
   too long is cut at word boundaries into pieces that fit, and a single word that alone is
   longer than the model reads (a long URL, a hash) is copied unchanged. Nothing is silently
-  dropped.
+  dropped;
+* pictographs the source vocabulary can only spell in bytes (emoji, stars, dingbats: see
+  :meth:`Translator.carries`) are carried over where they stand, and the text between them is
+  translated: the model has hardly seen them and turned "🍕" into invented words. A stretch
+  with no letter or digit ("!" after an emoji) is kept as it is;
+* a stretch written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
+  and its translation put back in capitals: the training data is hardly ever in capitals,
+  and the model left such text untranslated.
+
+:meth:`Translator.translate_n_best` and :meth:`Translator.attention` show one sentence as the
+model reads it, without these steps.
 """
 
 from __future__ import annotations
 
 import itertools
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -69,9 +80,56 @@ class ScoredTranslation:
     confidence: float
     log_prob: float
     ids: tuple[int, ...]
-    # how many pieces the model translated: > 1 when the sentence was too long and was split,
-    # 0 when it was one word too long to read, copied unchanged
+    # how many pieces the model translated: > 1 when the sentence was too long and was split
+    # (or pictographs stood between its parts), 0 when nothing was translated: one word too
+    # long to read, or only pictographs and punctuation, carried unchanged
     pieces: int = 1
+    # the text the model read when it translated one piece: the sentence less the pictographs
+    # carried around it, in sentence case if it was in capitals ("" for 0 or several pieces)
+    read: str = ""
+
+
+# Characters that join an emoji sequence: zero-width joiner, variation selectors, the keycap
+# and the tag characters of subdivision flags. Carried with the pictographs they join.
+EMOJI_JOINERS = frozenset("\u200d\ufe0e\ufe0f\u20e3") | frozenset(map(chr, range(0xE0020, 0xE0080)))
+
+
+def _shouting(text: str) -> bool:
+    """Whether ``text`` is written in capitals: at least two cased letters, none lower-case."""
+    cased = [c for c in text if c.isupper() or c.islower()]
+    return len(cased) >= 2 and not any(c.islower() for c in cased)
+
+
+def _sentence_case(text: str, *, starts: bool) -> str:
+    """``text`` in lower case, its first letter a capital if it ``starts`` a sentence and the
+    first letter after each ". ", "! " or "? " too; a one-letter word ("I") keeps its case."""
+    words = [w if len(w) == 1 else w.lower() for w in text.split(" ")]
+    out = list(" ".join(words))
+    capital = starts
+    for i, c in enumerate(out):
+        if c.isalpha():
+            out[i] = c.upper() if capital else c
+            capital = False
+        elif c in ".!?":
+            capital = True
+        elif not c.isspace() and c not in "\"'«“(":
+            capital = False
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One stretch of an input line: ``glue`` (what joined it to the stretch before, "" or
+    " "), the ``text`` the model reads (in sentence case when the line shouted), whether it
+    is put back in capitals (``upper``), its source ids (None: carried unchanged), and
+    whether it goes on with a sentence begun before it (``continues``: not the line's first
+    part, and its first letter is lower-case), so that its translation starts lower-case."""
+
+    glue: str
+    text: str
+    upper: bool
+    ids: list[int] | None
+    continues: bool = False
 
 
 DIGITS = "0123456789"
@@ -159,6 +217,7 @@ class Translator:
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = model.config.n_dec_layers // 2
+        self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -257,6 +316,74 @@ class Translator:
                 chunk.append(word)
             if chunk:
                 parts.append(" ".join(chunk))
+        return parts
+
+    def carries(self, ch: str) -> bool:
+        """Whether the character ``ch`` is a pictograph carried over untranslated: a symbol
+        (Unicode category So, Sm or Sk) above U+2000 that the source vocabulary can only
+        spell in bytes, or not at all (``<unk>``) — emoji, "★", "™", "✓"; not "°", "£" or
+        "€", which the model copies in "20°C" and "£4", nor a symbol it has a piece for
+        ("→")."""
+        hit = self._carried.get(ch)
+        if hit is None:
+            hit = unicodedata.category(ch) in ("So", "Sm", "Sk") and ord(ch) >= 0x2000
+            if hit:
+                tok = self.src_tokenizer
+                ids = tok.encode(ch)
+                hit = tok.unk_id in ids or any(is_byte_piece(tok.id_to_token(i)) for i in ids)
+            self._carried[ch] = hit
+        return hit
+
+    def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
+        """``text`` (stripped) cut around its pictographs: (glue, stretch, translated?) in
+        order; a run of pictographs (with the joiners between them) is carried, and so is a
+        stretch without a letter or digit."""
+        runs: list[tuple[str, bool]] = []  # (stretch, is a pictograph run)
+        i, n = 0, len(text)
+        while i < n:
+            j = i
+            if self.carries(text[i]):
+                while j < n and (self.carries(text[j]) or text[j] in EMOJI_JOINERS):
+                    j += 1
+                runs.append((text[i:j], True))
+            else:
+                while j < n and not self.carries(text[j]):
+                    j += 1
+                runs.append((text[i:j], False))
+            i = j
+        out: list[tuple[str, str, bool]] = []
+        space = False  # whitespace since the last stretch kept
+        for stretch, pictographs in runs:
+            core = stretch.strip()
+            if not core:  # only whitespace, between two pictographs
+                space = True
+                continue
+            glue = " " if out and (space or stretch[0].isspace()) else ""
+            out.append((glue, core, not pictographs and any(c.isalnum() for c in core)))
+            space = stretch[-1].isspace()
+        return out
+
+    def _parts(self, text: str) -> list[_Part]:
+        """The input policy for one line: the stretches between pictographs (read in
+        sentence case when the line is in capitals), each cut to what the model reads at
+        once."""
+        parts: list[_Part] = []
+        upper = _shouting(text)
+        starts = True  # the next stretch starts a sentence
+        for glue, stretch, readable in self._stretches(text.strip()):
+            if not readable:
+                parts.append(_Part(glue, stretch, False, None))
+                continue
+            read = _sentence_case(stretch, starts=starts) if upper else stretch
+            starts = stretch.rstrip("\"')»”")[-1:] in (".", "!", "?")
+            for k, piece in enumerate(self._pieces(read)):
+                ids = self.encode_source(piece)
+                glue_k = glue if k == 0 else " "
+                if len(ids) <= self.max_src_tokens:
+                    first = next((c for c in piece if c.isalpha()), "")
+                    parts.append(_Part(glue_k, piece, upper, ids, bool(parts) and first.islower()))
+                else:  # one word longer than the model reads: copied as it was written
+                    parts.append(_Part(glue_k, piece.upper() if upper else piece, False, None))
         return parts
 
     def _read_at_once(self, text: str, advice: str) -> list[int]:
@@ -467,24 +594,31 @@ class Translator:
 
     def _decode_parts(
         self, texts: Sequence[str], cfg: DecodeConfig, batch_size: int
-    ) -> list[list[tuple[str, list[Hypothesis] | None]]]:
+    ) -> list[list[tuple[_Part, list[Hypothesis] | None]]]:
         """Each text's parts (the input policy) with their hypotheses, in order; a part of
-        ``None`` hypotheses is one word too long for the model to read: it is copied as is."""
+        ``None`` hypotheses is carried unchanged."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        parts: list[tuple[int, str, list[int] | None]] = []  # (text index, part, source ids)
+        parts: list[tuple[int, _Part]] = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError(f"input {i} is {type(text).__name__}, not a string")
-            for part in self._pieces(text.strip()) if text.strip() else []:
-                src = self.encode_source(part)
-                parts.append((i, part, src if len(src) <= self.max_src_tokens else None))
-        todo = [src for _, _, src in parts if src is not None]
+            parts.extend((i, part) for part in self._parts(text))
+        todo = [part.ids for _, part in parts if part.ids is not None]
         hyps = iter(self.translate_ids(todo, cfg, batch_size=batch_size))
-        grouped: list[list[tuple[str, list[Hypothesis] | None]]] = [[] for _ in texts]
-        for i, part, readable in parts:
-            grouped[i].append((part, None if readable is None else next(hyps)))
+        grouped: list[list[tuple[_Part, list[Hypothesis] | None]]] = [[] for _ in texts]
+        for i, part in parts:
+            grouped[i].append((part, None if part.ids is None else next(hyps)))
         return grouped
+
+    def _written(self, part: _Part, h: Hypothesis, fix_numbers: bool) -> str:
+        """The translation of one part as the user gets it (in capitals if it was)."""
+        text = self._finish(part.text, self.tgt_tokenizer.decode(h.tokens), fix_numbers)
+        if part.upper:
+            return text.upper()
+        if part.continues and text[:1].isupper() and not text[1:2].isupper():
+            return text[:1].lower() + text[1:]  # "Sta dormendo" after "Il gatto 😊"
+        return text
 
     def _translate_lines(
         self, texts: list[str], cfg: DecodeConfig, batch_size: int, fix_numbers: bool
@@ -494,12 +628,11 @@ class Translator:
         for parts in self._decode_parts(texts, cfg, batch_size):
             done = []
             for part, h in parts:
-                if h is None:  # one word longer than the model reads: kept unchanged
-                    done.append(part)
-                    continue
-                text = self.tgt_tokenizer.decode(h[0].tokens) if h else ""
-                done.append(self._finish(part, text, fix_numbers))
-            out.append(" ".join(done))
+                if h is None:  # carried: written as it was
+                    done.append(part.glue + part.text)
+                else:
+                    done.append(part.glue + (self._written(part, h[0], fix_numbers) if h else ""))
+            out.append("".join(done).strip())
         return out
 
     def translate_n_best(
@@ -586,25 +719,32 @@ class Translator:
             if not parts:
                 out.append([ScoredTranslation("", 0.0, 0.0, ())])
                 continue
-            if len(parts) > 1:  # several pieces: one candidate, the best of each joined
+            if sum(h is not None for _, h in parts) > 1:  # pieces: the best of each joined
                 parts = [(part, None if h is None else h[:1]) for part, h in parts]
             ranks = max((len(h) for _, h in parts if h is not None), default=1)
             cands = []
             for rank in range(ranks):
-                texts, log_prob, n_tokens, ids, n_pieces = [], 0.0, 0, [], 0
+                texts, log_prob, n_tokens, ids, n_pieces, read = [], 0.0, 0, [], 0, ""
                 for part, h in parts:
-                    if h is None:  # copied unchanged: no tokens, no score
-                        texts.append(part)
+                    if h is None:  # carried unchanged: no tokens, no score
+                        texts.append(part.glue + part.text)
                         continue
-                    text = self.tgt_tokenizer.decode(h[rank].tokens)
-                    texts.append(self._finish(part, text, fix_numbers))
+                    read = part.text
+                    texts.append(part.glue + self._written(part, h[rank], fix_numbers))
                     log_prob += h[rank].log_prob
                     n_tokens += len(h[rank].tokens) + 1  # + <eos>
                     ids.extend(h[rank].tokens)
                     n_pieces += 1
                 confidence = log_prob / n_tokens if n_tokens else 0.0
                 cands.append(
-                    ScoredTranslation(" ".join(texts), confidence, log_prob, tuple(ids), n_pieces)
+                    ScoredTranslation(
+                        "".join(texts).strip(),
+                        confidence,
+                        log_prob,
+                        tuple(ids),
+                        n_pieces,
+                        read if n_pieces == 1 else "",
+                    )
                 )
             out.append(cands)
         return out

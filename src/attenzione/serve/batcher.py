@@ -255,7 +255,8 @@ class Batcher:
                 maps = None
                 best = cands[0]
                 if job.attention and best.ids and best.pieces == 1:
-                    maps = self.translator.attention(job.text, tgt_ids=best.ids)
+                    # what the model read: without carried pictographs, in sentence case
+                    maps = self.translator.attention(best.read, tgt_ids=best.ids)
                 out.append(SentenceResult(cands, maps))
         except Exception as exc:  # reported to the waiting requests as a 500
             self.stats.failed_batches += 1

@@ -553,3 +553,17 @@ def test_shipped_model_carries_emoji_and_translates_text_in_capitals() -> None:
     assert thanks == "Grazie! 😊", thanks
     assert warning == warning.upper() and "PORTA" in warning and "DOOR" not in warning, warning
     assert save == "SALVA", save
+
+
+@shipped
+def test_shipped_model_n_best_and_attention_read_as_translate_does() -> None:
+    tr = Translator.from_pretrained()
+    best = tr.translate("THANK YOU 😊")[0]
+    hyps = tr.translate_n_best("THANK YOU 😊", beam=4, n_best=3)
+    assert hyps[0][0] == best == "GRAZIE 😊", hyps
+    assert all(h.endswith(" 😊") and h == h.upper() for h, _ in hyps)
+    assert tr.translate_n_best("😊 !") == [("😊 !", 0.0)]
+    with pytest.raises(ValueError, match="pictographs cut this sentence into 2"):
+        tr.translate_n_best("I love 🍕 and pasta.")
+    maps = tr.attention("I love pizza 🍕!")
+    assert maps.source == "I love pizza" and "<0xF0>" not in maps.src_tokens

@@ -652,7 +652,9 @@ class Translator:
         scores (length-normalised log-prob with the word penalties, less the number and
         punctuation coverage's charges, plus the weighed attention coverage; with beam 1
         and one hypothesis it is greedy decoding, and the score its total log-prob). The
-        sentence must fit what the model reads at once (a split line has no n-best list)."""
+        sentence must fit what the model reads at once (a split line has no n-best list); as
+        in :meth:`translate`, pictographs around it are carried and capitals read in
+        sentence case, but it must be one stretch of text."""
         cfg = decode_config(
             beam,
             False,
@@ -669,11 +671,24 @@ class Translator:
         )
         if not text.strip():
             return [("", 0.0)]
-        ids = self._read_at_once(text, "an n-best list needs a shorter sentence")
+        parts = self._parts(text)
+        readable = [k for k, part in enumerate(parts) if part.ids is not None]
+        if len(readable) != 1:
+            self._read_at_once(text, "an n-best list needs a shorter sentence")  # too long?
+            if readable:
+                raise ValueError(
+                    f"pictographs cut this sentence into {len(readable)} stretches of text, "
+                    "each translated on its own: an n-best list needs one"
+                )
+            return [("".join(p.glue + p.text for p in parts), 0.0)]  # nothing to translate
+        (k,) = readable
+        ids = parts[k].ids
+        assert ids is not None
         out = []
         for h in self.translate_ids([ids], cfg)[0]:
-            hyp = self.tgt_tokenizer.decode(h.tokens)
-            out.append((self._finish(text, hyp, fix_numbers), h.score))
+            texts = [p.glue + p.text for p in parts]
+            texts[k] = parts[k].glue + self._written(parts[k], h, fix_numbers)
+            out.append(("".join(texts).strip(), h.score))
         return out
 
     def translate_scored(
@@ -765,11 +780,18 @@ class Translator:
         given a ``tgt`` (a reference translation) that one is teacher-forced instead. Given
         ``tgt_ids`` (the model's own output for one piece, e.g. :attr:`ScoredTranslation.ids`),
         exactly those tokens are replayed: no second search, no re-tokenization of the text.
+        Translated here, a sentence is read as :meth:`translate` reads it: pictographs around
+        it left out, capitals read in sentence case (the maps show the model's own tokens).
         """
         from attenzione.explain import collect_attention
 
         if not src.strip():
             raise ValueError("the sentence to show attention for is empty")
+        if tgt is None and tgt_ids is None:
+            # what translate() would have the model read: without the pictographs carried
+            # around it, in sentence case if it is in capitals (when that is one stretch)
+            readable = [p.text for p in self._parts(src) if p.ids is not None]
+            src = readable[0] if len(readable) == 1 else src
         # translate() would split a longer line; one map cannot show that, and cutting it
         # would show an input (without <eos>) the model never sees
         src_ids = self._read_at_once(src, "show a shorter sentence")

@@ -1,0 +1,81 @@
+"""Score a model on a dev set made to look like real input: capitals, emoji, curly apostrophes.
+
+    python tools/robustness.py DEV.tsv [--model DIR] [--beam 4] [--json OUT]
+
+Each variant changes every pair of DEV.tsv (English<TAB>Italian) the same way on both sides,
+so that a translator that handles it keeps its plain score:
+
+* ``capitals``: both sides in upper case ("WHERE IS THE STATION?");
+* ``emoji after`` / ``emoji before``: " 😊" appended to both, "👍 " put before both;
+* ``curly apostrophes``: the English ' written ’ (the reference kept as it is).
+
+Printed per variant: corpus BLEU and chrF (sacreBLEU's defaults), seconds, and what was
+carried over (translations wholly in capitals; translations with the emoji once, in its
+place). To score an older version of the code, run this file with ``PYTHONPATH`` pointing at
+that version's ``src`` (e.g. a ``git worktree``). Run it with nothing else on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import sacrebleu
+
+from attenzione.data import read_pairs
+from attenzione.translator import Translator
+
+Change = Callable[[str, str], tuple[str, str]]
+
+VARIANTS: dict[str, Change] = {
+    "plain": lambda en, it: (en, it),
+    "capitals": lambda en, it: (en.upper(), it.upper()),
+    "emoji after": lambda en, it: (en + " 😊", it + " 😊"),
+    "emoji before": lambda en, it: ("👍 " + en, "👍 " + it),
+    "curly apostrophes": lambda en, it: (en.replace("'", "\u2019"), it),
+}
+
+
+def carried(variant: str, hyps: list[str]) -> dict[str, int]:
+    """How many translations carried the variant's change over (capitals, the emoji)."""
+    if variant == "capitals":
+        return {"all in capitals": sum(h == h.upper() for h in hyps)}
+    if variant == "emoji after":
+        return {"emoji kept in place": sum(h.count("😊") == 1 and h.endswith("😊") for h in hyps)}
+    if variant == "emoji before":
+        return {"emoji kept in place": sum(h.count("👍") == 1 and h.startswith("👍") for h in hyps)}
+    return {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", help="English<TAB>Italian pairs")
+    parser.add_argument("--model", default=None, help="default: the shipped model")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    args = parser.parse_args()
+    tr = Translator.from_pretrained(args.model)
+    pairs = read_pairs(args.data)
+    results = {}
+    for name, change in VARIANTS.items():
+        changed = [change(en, it) for en, it in pairs]
+        start = time.perf_counter()
+        hyps = tr.translate([en for en, _ in changed], beam=args.beam)
+        refs = [it for _, it in changed]
+        results[name] = {
+            "bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
+            "seconds": round(time.perf_counter() - start, 1),
+            "pairs": len(pairs),
+            **carried(name, hyps),
+        }
+        print(name, results[name], flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=1, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,8 +33,9 @@ PIECES = [
     "▁Dvo",
     "ák",
     "▁Do",
+    "▁",  # a lone word mark: begins a word spelled in pieces that are not starts ("▁" "2")
 ]
-PAD, BOS, EOS, GA, TTO, PPO, TT, E, B1, B2, DVO, AK, DO = range(len(PIECES))
+PAD, BOS, EOS, GA, TTO, PPO, TT, E, B1, B2, DVO, AK, DO, SP = range(len(PIECES))
 V = len(PIECES)
 KNOWN = ["gatto", "è"]
 
@@ -53,7 +54,8 @@ def test_piece_table_marks_word_starts_and_writes_no_specials() -> None:
     texts, starts = piece_table(PIECES, EOS)
     assert texts[:8] == [b"", b"", b"", b"ga", b"tto", b"ppo", b"tt", "è".encode()]
     assert texts[B1 : B2 + 1] == [b"\xc5", b"\x99"]  # a byte piece writes its byte
-    assert [i for i, s in enumerate(starts.tolist()) if s] == [EOS, GA, E, DVO, DO]
+    assert [i for i, s in enumerate(starts.tolist()) if s] == [EOS, GA, E, DVO, DO, SP]
+    assert texts[SP] == b""
 
 
 def test_fits_whole_words_and_starts_of_words() -> None:
@@ -168,6 +170,26 @@ def test_a_charge_stays_with_its_hypothesis_to_the_end() -> None:
     assert [h.tokens for h in hyps[0][:2]] == [[GA, TTO, E], [GA, PPO, E]]
     assert [h.score for h in hyps[0][:2]] == pytest.approx([math.log(0.4), math.log(0.6) - 8.0])
     assert hyps[1][0].tokens == [GA, PPO, E]  # the other sentence's source has "gappo"
+
+
+class _Skipper(_Speller):
+    """After "gatto" the model would rather write a lone "▁" (0.6) and then "▁è" — an empty
+    word, a double space where a word was — than "▁è" (0.4)."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {GA: 1.0},
+        (GA,): {TTO: 1.0},
+        (GA, TTO): {SP: 0.6, E: 0.4},
+        (GA, TTO, SP): {E: 1.0},
+    }
+
+
+def test_an_empty_word_is_charged_like_an_invented_one() -> None:
+    plain = generate(_Skipper(), _src(), BEAM)[0][0]
+    assert plain.tokens == [GA, TTO, SP, E]
+    hyps = generate(_Skipper(), _src(), BEAM, lexicon=_lexicon(set()))[0]
+    assert [h.tokens for h in hyps[:2]] == [[GA, TTO, E], [GA, TTO, SP, E]]
+    assert [h.score for h in hyps[:2]] == pytest.approx([math.log(0.4), math.log(0.6) - 8.0])
 
 
 class _Copier(_Speller):
@@ -311,3 +333,11 @@ def test_the_shipped_model_translates_a_word_its_data_never_copies() -> None:
     # with every source word free to copy, the model leaves the English word in
     tr.translated_words = None
     assert "fortress" in tr.translate(sentence)[0]
+
+
+def test_the_shipped_model_writes_no_empty_word() -> None:
+    # this headline came out as "… Governatore Wins  in primarie": a lone "▁", then a word
+    out = Translator.from_pretrained().translate(
+        "Former Massachusetts Governor Wins Florida Primary"
+    )
+    assert "  " not in out[0], out

@@ -17,6 +17,10 @@ training pairs always translate (``src_translated.txt``, written by :func:`trans
 the translation is charged like an invented one when the training data, having seen it in
 several sources, never wrote it in a target.
 
+A lone word mark "▁" writes nothing: it begins a word spelled in pieces that are not word
+starts ("▁" "2" "0"). Followed by another word's start, it makes an empty word, a double
+space where a word was dropped ("Party  mantenendo"); that is charged like an invented word.
+
 Words are the lowercased runs of letters (:data:`WORD`): "dell'Università" is "dell" and
 "università"; digits and punctuation are not words and are never checked.
 """
@@ -179,6 +183,9 @@ class WordCheck:
         self.width = width
         self.device = device
         self._charged_now: set[tuple[int, int]] = set()  # (row, token) charged this step
+        # the row's word was begun by a piece that writes nothing (a lone "▁"), and nothing
+        # has followed: ended now, it would be an empty word, a double space in the output
+        self.empty = [False] * len(row_sentence)
 
     def penalty(self, log_probs: Tensor) -> Charge | None:
         """What each row pays (in total log-prob) for what it writes next, given its (N,V)
@@ -198,7 +205,10 @@ class WordCheck:
             if open_word and text and not fits(sent, text, whole=False):
                 self.charged[r], open_word = True, False
                 now[r] = self.lex.penalty
-            elif open_word and text and not fits(sent, text, whole=True):
+            elif open_word and (
+                (text and not fits(sent, text, whole=True))  # stops short of a word
+                or (self.empty[r] and not word)  # a lone "▁": an empty word if it ends now
+            ):
                 at_end.append(r)
             for tok in likely[r]:
                 if is_start[tok]:
@@ -232,9 +242,11 @@ class WordCheck:
         self.sentence = [self.sentence[r] for r in parents]
         self.word = [self.word[r] for r in parents]
         self.charged = [self.charged[r] for r in parents]
+        self.empty = [self.empty[r] for r in parents]
         for r, (parent, tok) in enumerate(zip(parents, tokens.tolist(), strict=True)):
             if self.is_start[tok]:
                 self.word[r], self.charged[r] = self.lex.texts[tok], False
+                self.empty[r] = not self.lex.texts[tok]
             else:
                 self.word[r] += self.lex.texts[tok]
             if (parent, tok) in self._charged_now:

@@ -493,7 +493,7 @@ def _tiny_bytes_translator() -> Translator:
     )
 
 
-def test_pictographs_are_carried_and_the_text_around_them_translated() -> None:
+def test_pictographs_and_tags_are_carried_and_the_text_around_them_translated() -> None:
     tr = _tiny_bytes_translator()
     assert all(tr.carries(c) for c in "🍕😊★✓")
     assert not any(tr.carries(c) for c in "a°€£!.-")  # letters, units, currencies, marks
@@ -512,6 +512,16 @@ def test_pictographs_are_carried_and_the_text_around_them_translated() -> None:
         ("", "!", False),
     ]
     assert tr._stretches("😊 😊") == [("", "😊", False), (" ", "😊", False)]
+    # markup tags are carried the same way; "a < b" is no tag
+    assert tr._stretches('see <a href="x.html">the cat</a>.<br/>') == [
+        ("", "see", True),
+        (" ", '<a href="x.html">', False),
+        ("", "the cat", True),
+        ("", "</a>", False),
+        ("", ".", False),
+        ("", "<br/>", False),
+    ]
+    assert tr._stretches("if a < b and c > d") == [("", "if a < b and c > d", True)]
     # the output is the translations of the stretches, in order, with the pictographs between
     first, second = tr.translate(["the cat is here", "the dog is there!"], beam=2)
     assert first and second
@@ -544,7 +554,7 @@ def test_a_line_in_capitals_is_translated_in_sentence_case_and_put_back_in_capit
 
 
 @shipped
-def test_shipped_model_carries_emoji_and_translates_text_in_capitals() -> None:
+def test_shipped_model_carries_emoji_and_tags_and_translates_text_in_capitals() -> None:
     tr = Translator.from_pretrained()
     pizza, thanks, warning, save = tr.translate(
         ["I love pizza 🍕!", "Thanks! 😊", "WARNING: DO NOT OPEN THE DOOR.", "SAVE"]
@@ -553,6 +563,8 @@ def test_shipped_model_carries_emoji_and_translates_text_in_capitals() -> None:
     assert thanks == "Grazie! 😊", thanks
     assert warning == warning.upper() and "PORTA" in warning and "DOOR" not in warning, warning
     assert save == "SALVA", save
+    bold = tr.translate("<b>Tom</b> is photogenic, but Mary isn't.")[0]
+    assert bold.startswith("<b>Tom</b> ") and "fotogenic" in bold and "-t>" not in bold, bold
 
 
 @shipped

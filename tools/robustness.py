@@ -1,13 +1,15 @@
 """Score a model on a dev set made to look like real input: capitals, emoji, curly apostrophes.
 
-    python tools/robustness.py DEV.tsv [--model DIR] [--beam 4] [--json OUT]
+    python tools/robustness.py DEV.tsv [--model DIR] [--beam 4] [--json OUT] [--only NAME…]
 
 Each variant changes every pair of DEV.tsv (English<TAB>Italian) the same way on both sides,
 so that a translator that handles it keeps its plain score:
 
 * ``capitals``: both sides in upper case ("WHERE IS THE STATION?");
 * ``emoji after`` / ``emoji before``: " 😊" appended to both, "👍 " put before both;
-* ``curly apostrophes``: the English ' written ’ (the reference kept as it is).
+* ``curly apostrophes``: the English ' written ’ (the reference kept as it is);
+* ``in a paragraph tag``: "<p>…</p>" around both;
+* ``Tom in bold``: "Tom" written "<b>Tom</b>" on both sides (where both sides have him).
 
 Printed per variant: corpus BLEU and chrF (sacreBLEU's defaults), seconds, and what was
 carried over (translations wholly in capitals; translations with the emoji once, in its
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections.abc import Callable
 
@@ -28,6 +31,8 @@ from attenzione.data import read_pairs
 from attenzione.translator import Translator
 
 Change = Callable[[str, str], tuple[str, str]]
+_TOM = re.compile(r"\bTom\b")
+_TAG = re.compile(r"</?[a-z]+>")
 
 VARIANTS: dict[str, Change] = {
     "plain": lambda en, it: (en, it),
@@ -35,11 +40,24 @@ VARIANTS: dict[str, Change] = {
     "emoji after": lambda en, it: (en + " 😊", it + " 😊"),
     "emoji before": lambda en, it: ("👍 " + en, "👍 " + it),
     "curly apostrophes": lambda en, it: (en.replace("'", "\u2019"), it),
+    "in a paragraph tag": lambda en, it: (f"<p>{en}</p>", f"<p>{it}</p>"),
+    "Tom in bold": lambda en, it: (
+        (_TOM.sub("<b>Tom</b>", en), _TOM.sub("<b>Tom</b>", it))
+        if _TOM.search(en) and _TOM.search(it)
+        else (en, it)
+    ),
 }
 
 
-def carried(variant: str, hyps: list[str]) -> dict[str, int]:
-    """How many translations carried the variant's change over (capitals, the emoji)."""
+def carried(variant: str, hyps: list[str], sources: list[str]) -> dict[str, int]:
+    """How many translations carried the variant's change over (capitals, the emoji, the
+    tags: the same tags as the source, in the same order)."""
+    if "tag" in variant or "bold" in variant:
+        tagged = [(s, h) for s, h in zip(sources, hyps, strict=True) if _TAG.search(s)]
+        return {
+            "sources with tags": len(tagged),
+            "tags kept": sum(_TAG.findall(s) == _TAG.findall(h) for s, h in tagged),
+        }
     if variant == "capitals":
         return {"all in capitals": sum(h == h.upper() for h in hyps)}
     if variant == "emoji after":
@@ -55,11 +73,14 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="default: the shipped model")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--only", nargs="*", default=None, help="these variants only")
     args = parser.parse_args()
     tr = Translator.from_pretrained(args.model)
     pairs = read_pairs(args.data)
     results = {}
     for name, change in VARIANTS.items():
+        if args.only is not None and name not in args.only:
+            continue
         changed = [change(en, it) for en, it in pairs]
         start = time.perf_counter()
         hyps = tr.translate([en for en, _ in changed], beam=args.beam)
@@ -69,7 +90,7 @@ def main() -> None:
             "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
             "seconds": round(time.perf_counter() - start, 1),
             "pairs": len(pairs),
-            **carried(name, hyps),
+            **carried(name, hyps, [en for en, _ in changed]),
         }
         print(name, results[name], flush=True)
     if args.json:

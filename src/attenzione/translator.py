@@ -16,9 +16,10 @@ Input policy:
   longer than the model reads (a long URL, a hash) is copied unchanged. Nothing is silently
   dropped;
 * pictographs the source vocabulary can only spell in bytes (emoji, stars, dingbats: see
-  :meth:`Translator.carries`) are carried over where they stand, and the text between them is
-  translated: the model has hardly seen them and turned "🍕" into invented words. A stretch
-  with no letter or digit ("!" after an emoji) is kept as it is;
+  :meth:`Translator.carries`) and markup tags (``<b>``, ``</b>``: :data:`MARKUP_TAG`) are
+  carried over where they stand, and the text between them is translated: the model has
+  hardly seen them and turned "🍕" into invented words, "</b>" into "-t>". A stretch with no
+  letter or digit ("!" after an emoji) is kept as it is;
 * a stretch written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
   and its translation put back in capitals: the training data is hardly ever in capitals,
   and the model left such text untranslated.
@@ -30,6 +31,7 @@ model reads it, without these steps.
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -131,6 +133,12 @@ class _Part:
     ids: list[int] | None
     continues: bool = False
 
+
+# A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
+# translated. The cleaning step keeps few pairs with tags (data.cleaning's placeholder filter),
+# and the model spoilt every one: "<b>Tom</b> is here" → "<b>Tom-t> è qui". The service's
+# format=html does the same with the tags it parses.
+MARKUP_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]{0,200})?/?>")
 
 DIGITS = "0123456789"
 # The punctuation beam search asks a translation to carry over from its source (as many of
@@ -335,31 +343,38 @@ class Translator:
         return hit
 
     def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
-        """``text`` (stripped) cut around its pictographs: (glue, stretch, translated?) in
-        order; a run of pictographs (with the joiners between them) is carried, and so is a
-        stretch without a letter or digit."""
-        runs: list[tuple[str, bool]] = []  # (stretch, is a pictograph run)
-        i, n = 0, len(text)
-        while i < n:
-            j = i
-            if self.carries(text[i]):
-                while j < n and (self.carries(text[j]) or text[j] in EMOJI_JOINERS):
+        """``text`` (stripped) cut around what is carried, not translated: (glue, stretch,
+        translated?) in order. Carried are markup tags (:data:`MARKUP_TAG`), runs of
+        pictographs (with the joiners between them), and any stretch without a letter or
+        digit."""
+        runs: list[tuple[str, bool]] = []  # (stretch, carried)
+        i = start = 0  # start: where the text not yet cut off begins
+        while i < len(text):
+            tag = MARKUP_TAG.match(text, i)
+            if tag:
+                j = tag.end()
+            elif self.carries(text[i]):
+                j = i + 1
+                while j < len(text) and (self.carries(text[j]) or text[j] in EMOJI_JOINERS):
                     j += 1
-                runs.append((text[i:j], True))
             else:
-                while j < n and not self.carries(text[j]):
-                    j += 1
-                runs.append((text[i:j], False))
-            i = j
+                i += 1
+                continue
+            if start < i:
+                runs.append((text[start:i], False))
+            runs.append((text[i:j], True))
+            i = start = j
+        if start < len(text):
+            runs.append((text[start:], False))
         out: list[tuple[str, str, bool]] = []
         space = False  # whitespace since the last stretch kept
-        for stretch, pictographs in runs:
+        for stretch, carried in runs:
             core = stretch.strip()
-            if not core:  # only whitespace, between two pictographs
+            if not core:  # only whitespace, between two carried runs
                 space = True
                 continue
             glue = " " if out and (space or stretch[0].isspace()) else ""
-            out.append((glue, core, not pictographs and any(c.isalnum() for c in core)))
+            out.append((glue, core, not carried and any(c.isalnum() for c in core)))
             space = stretch[-1].isspace()
         return out
 

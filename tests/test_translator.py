@@ -522,6 +522,14 @@ def test_pictographs_and_tags_are_carried_and_the_text_around_them_translated() 
         ("", "<br/>", False),
     ]
     assert tr._stretches("if a < b and c > d") == [("", "if a < b and c > d", True)]
+    # a character shown as an emoji (the keycap "1️⃣", "©️") is carried whole; "≤" and "№"
+    # stay in their sentence
+    assert tr._stretches("press 1\ufe0f\u20e3 now") == [
+        ("", "press", True),
+        (" ", "1\ufe0f\u20e3", False),
+        (" ", "now", True),
+    ]
+    assert tr._stretches("x ≤ 5 in room № 2") == [("", "x ≤ 5 in room № 2", True)]
     # the output is the translations of the stretches, in order, with the pictographs between
     first, second = tr.translate(["the cat is here", "the dog is there!"], beam=2)
     assert first and second
@@ -551,6 +559,33 @@ def test_a_line_in_capitals_is_translated_in_sentence_case_and_put_back_in_capit
         ("🍕", False),
         ("is here", True),
     ]
+    # judged on the text, not on the tags around it; a code is not shouting
+    assert [(p.text, p.upper) for p in tr._parts("<p>THE CAT IS HERE</p>")] == [
+        ("<p>", False),
+        ("The cat is here", True),
+        ("</p>", False),
+    ]
+    assert [(p.text, p.upper) for p in tr._parts("ID: AB12CD")] == [("ID: AB12CD", False)]
+    assert tr.translate(["ID: AB12CD"], beam=2) == tr.translate(["ID: AB12CD"], beam=2)
+
+
+def test_a_line_in_title_case_is_read_with_its_ordinary_words_in_lower_case() -> None:
+    from attenzione.translator import _title_case
+
+    assert _title_case("Scientists Discover New Species in the Amazon")
+    assert not _title_case("Tom and Mary visited New York") and not _title_case("Open File")
+    tr = _tiny_bytes_translator()
+    # this vocabulary spells "red", "house", "here" and "today" in fewer pieces than "Red",
+    # "House"…, and "is", "dog" in as many (several) as "Is", "Dog": those stay
+    assert tr._truecase("The Red House Is Here. The Dog", starts=True) == (
+        "The red house Is here. The Dog"
+    )
+    assert [p.text for p in tr._parts("The Red House Is Here Today")] == [
+        "The red house Is here today"
+    ]
+    assert tr.translate(["The Red House Is Here Today"], beam=2) == tr.translate(
+        ["The red house Is here today"], beam=2
+    )
 
 
 @shipped
@@ -563,6 +598,9 @@ def test_shipped_model_carries_emoji_and_tags_and_translates_text_in_capitals() 
     assert thanks == "Grazie! 😊", thanks
     assert warning == warning.upper() and "PORTA" in warning and "DOOR" not in warning, warning
     assert save == "SALVA", save
+    title = tr.translate("I Haven't Checked The Doors Yet.")[0]
+    assert title == tr.translate("I haven't checked the doors yet.")[0], title
+    assert tr._truecase("Tom Visited Boston", starts=True) == "Tom visited Boston"
     bold = tr.translate("<b>Tom</b> is photogenic, but Mary isn't.")[0]
     assert bold.startswith("<b>Tom</b> ") and "fotogenic" in bold and "-t>" not in bold, bold
 
@@ -575,7 +613,7 @@ def test_shipped_model_n_best_and_attention_read_as_translate_does() -> None:
     assert hyps[0][0] == best == "GRAZIE 😊", hyps
     assert all(h.endswith(" 😊") and h == h.upper() for h, _ in hyps)
     assert tr.translate_n_best("😊 !") == [("😊 !", 0.0)]
-    with pytest.raises(ValueError, match="pictographs cut this sentence into 2"):
+    with pytest.raises(ValueError, match="pictographs or tags cut this sentence into 2"):
         tr.translate_n_best("I love 🍕 and pasta.")
     maps = tr.attention("I love pizza 🍕!")
     assert maps.source == "I love pizza" and "<0xF0>" not in maps.src_tokens

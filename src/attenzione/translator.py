@@ -20,12 +20,17 @@ Input policy:
   carried over where they stand, and the text between them is translated: the model has
   hardly seen them and turned "🍕" into invented words, "</b>" into "-t>". A stretch with no
   letter or digit ("!" after an emoji) is kept as it is;
-* a stretch written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
+* a line written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
   and its translation put back in capitals: the training data is hardly ever in capitals,
-  and the model left such text untranslated.
+  and the model left such text untranslated (a line with no word of three letters, "ID:
+  AB12CD", is a code and read as it is);
 
-:meth:`Translator.translate_n_best` and :meth:`Translator.attention` show one sentence as the
-model reads it, without these steps.
+* a line in title case ("Scientists Discover New Species") is read with its ordinary words in
+  lower case (:meth:`Translator._truecase`): the model took "Doors" for a name.
+
+Capitals and title case are judged on the whole line (its text, not its tags).
+:meth:`Translator.translate_n_best` and :meth:`Translator.attention` read a sentence the same
+way (an n-best list needs one stretch of text).
 """
 
 from __future__ import annotations
@@ -87,7 +92,8 @@ class ScoredTranslation:
     # long to read, or only pictographs and punctuation, carried unchanged
     pieces: int = 1
     # the text the model read when it translated one piece: the sentence less the pictographs
-    # carried around it, in sentence case if it was in capitals ("" for 0 or several pieces)
+    # and tags carried around it, in sentence case if it was in capitals, its ordinary words
+    # lower-cased if it was in title case ("" for 0 or several pieces)
     read: str = ""
 
 
@@ -100,6 +106,17 @@ def _shouting(text: str) -> bool:
     """Whether ``text`` is written in capitals: at least two cased letters, none lower-case."""
     cased = [c for c in text if c.isupper() or c.islower()]
     return len(cased) >= 2 and not any(c.islower() for c in cased)
+
+
+_TITLE_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def _title_case(text: str) -> bool:
+    """Whether ``text`` is written in title case ("Scientists Discover New Species in the
+    Amazon"): after its first word, at least two words of four letters or more, all of them
+    capitalised."""
+    long = [w for w in _TITLE_WORD.findall(text)[1:] if len(w) >= 4]
+    return len(long) >= 2 and all(w[:1].isupper() for w in long)
 
 
 def _sentence_case(text: str, *, starts: bool) -> str:
@@ -132,6 +149,7 @@ class _Part:
     upper: bool
     ids: list[int] | None
     continues: bool = False
+    too_long: bool = False  # one word longer than the model reads, copied (ids None)
 
 
 # A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
@@ -226,6 +244,7 @@ class Translator:
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = model.config.n_dec_layers // 2
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
+        self._lowered: dict[tuple[str, str], bool] = {}  # (Word, word) -> lower-cased (_truecase)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -328,19 +347,65 @@ class Translator:
 
     def carries(self, ch: str) -> bool:
         """Whether the character ``ch`` is a pictograph carried over untranslated: a symbol
-        (Unicode category So, Sm or Sk) above U+2000 that the source vocabulary can only
-        spell in bytes, or not at all (``<unk>``) — emoji, "★", "™", "✓"; not "°", "£" or
-        "€", which the model copies in "20°C" and "£4", nor a symbol it has a piece for
-        ("→")."""
+        (Unicode category So or Sk) from the arrows (U+2190) on that the source vocabulary
+        can only spell in bytes, or not at all (``<unk>``) — emoji, "★", "✓"; not "°", "£",
+        "€", "№" or a maths sign ("≤"), which belong to the sentence around them, nor a
+        symbol it has a piece for ("→")."""
         hit = self._carried.get(ch)
         if hit is None:
-            hit = unicodedata.category(ch) in ("So", "Sm", "Sk") and ord(ch) >= 0x2000
+            hit = unicodedata.category(ch) in ("So", "Sk") and ord(ch) >= 0x2190
             if hit:
                 tok = self.src_tokenizer
                 ids = tok.encode(ch)
                 hit = tok.unk_id in ids or any(is_byte_piece(tok.id_to_token(i)) for i in ids)
             self._carried[ch] = hit
         return hit
+
+    def _truecase(self, text: str, *, starts: bool) -> str:
+        """``text`` in title case with each capitalised word lower-cased where it is an
+        ordinary word: one the training data always translates (:attr:`translated_words`),
+        or whose lower-case form the source vocabulary takes for the likelier
+        (:meth:`_likelier`: "Doors" → "doors", "The" → "the"; "Tom" and "Massachusetts"
+        stay). A word that starts a sentence, "I" and words with other capitals ("iPhone",
+        "NASA") are kept."""
+        first = starts
+
+        def one(m: re.Match[str]) -> str:
+            nonlocal first
+            word, begins = m.group(0), first
+            first = False
+            rest = word[1:]
+            if (
+                begins
+                or not word[:1].isupper()
+                or rest != rest.lower()
+                or word.split("'")[0] == "I"
+            ):
+                return word
+            lower = word[:1].lower() + rest
+            key = (word, lower)
+            hit = self._lowered.get(key)
+            if hit is None:
+                hit = lower.lower() in self._not_free or self._likelier(lower, word)
+                self._lowered[key] = hit
+            return lower if hit else word
+
+        out = []
+        for piece in re.split(r"(?<=[.!?])(\s+)", text):  # a sentence's first word is kept
+            out.append(_TITLE_WORD.sub(one, piece))
+            first = True
+        return "".join(out)
+
+    def _likelier(self, lower: str, word: str) -> bool:
+        """Whether the source vocabulary takes the lower-case form for an ordinary word:
+        it spells it in fewer pieces than the capitalised ``word``, or both in one (a
+        subword vocabulary gives the forms it saw often few pieces). Measured on Tatoeba dev
+        in title case, this and the other rules tried: docs/broad-training.md."""
+        n_lower, n_word = (
+            len(self.src_tokenizer.encode(lower)),
+            len(self.src_tokenizer.encode(word)),
+        )
+        return n_lower < n_word or n_lower == n_word == 1
 
     def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
         """``text`` (stripped) cut around what is carried, not translated: (glue, stretch,
@@ -353,7 +418,8 @@ class Translator:
             tag = MARKUP_TAG.match(text, i)
             if tag:
                 j = tag.end()
-            elif self.carries(text[i]):
+            elif self.carries(text[i]) or text[i + 1 : i + 2] in ("\ufe0f", "\u20e3"):
+                # a pictograph, or a character shown as an emoji ("©️", the keycap "1️⃣")
                 j = i + 1
                 while j < len(text) and (self.carries(text[j]) or text[j] in EMOJI_JOINERS):
                     j += 1
@@ -379,26 +445,39 @@ class Translator:
         return out
 
     def _parts(self, text: str) -> list[_Part]:
-        """The input policy for one line: the stretches between pictographs (read in
-        sentence case when the line is in capitals), each cut to what the model reads at
-        once."""
+        """The input policy for one line: the stretches between pictographs and tags (read
+        in sentence case when the line is in capitals, with its ordinary words in lower case
+        when it is in title case), each cut to what the model reads at once."""
         parts: list[_Part] = []
-        upper = _shouting(text)
+        stretches = self._stretches(text.strip())
+        words = " ".join(stretch for _, stretch, readable in stretches if readable)
+        # capitals are judged on the text to translate, not on the tags around it; a line
+        # with no word of three letters ("ID: AB12CD", "OK") is a code, read as it is
+        upper = _shouting(words) and any(len(w) >= 3 for w in _TITLE_WORD.findall(words))
+        title = not upper and _title_case(words)
         starts = True  # the next stretch starts a sentence
-        for glue, stretch, readable in self._stretches(text.strip()):
+        for glue, stretch, readable in stretches:
             if not readable:
                 parts.append(_Part(glue, stretch, False, None))
                 continue
-            read = _sentence_case(stretch, starts=starts) if upper else stretch
+            if upper:
+                read = _sentence_case(stretch, starts=starts)
+            elif title:
+                read = self._truecase(stretch, starts=starts)
+            else:
+                read = stretch
             starts = stretch.rstrip("\"')»”")[-1:] in (".", "!", "?")
             for k, piece in enumerate(self._pieces(read)):
                 ids = self.encode_source(piece)
                 glue_k = glue if k == 0 else " "
                 if len(ids) <= self.max_src_tokens:
+                    # a stretch after a carried pictograph or tag that goes on with a sentence
                     first = next((c for c in piece if c.isalpha()), "")
-                    parts.append(_Part(glue_k, piece, upper, ids, bool(parts) and first.islower()))
+                    continues = k == 0 and bool(parts) and first.islower()
+                    parts.append(_Part(glue_k, piece, upper, ids, continues))
                 else:  # one word longer than the model reads: copied as it was written
-                    parts.append(_Part(glue_k, piece.upper() if upper else piece, False, None))
+                    copy = piece.upper() if upper else piece
+                    parts.append(_Part(glue_k, copy, False, None, too_long=True))
         return parts
 
     def _read_at_once(self, text: str, advice: str) -> list[int]:
@@ -688,14 +767,14 @@ class Translator:
             return [("", 0.0)]
         parts = self._parts(text)
         readable = [k for k, part in enumerate(parts) if part.ids is not None]
+        if not readable and not any(p.too_long for p in parts):  # pictographs, tags, marks
+            return [("".join(p.glue + p.text for p in parts).strip(), 0.0)]
         if len(readable) != 1:
             self._read_at_once(text, "an n-best list needs a shorter sentence")  # too long?
-            if readable:
-                raise ValueError(
-                    f"pictographs cut this sentence into {len(readable)} stretches of text, "
-                    "each translated on its own: an n-best list needs one"
-                )
-            return [("".join(p.glue + p.text for p in parts), 0.0)]  # nothing to translate
+            raise ValueError(
+                f"pictographs or tags cut this sentence into {len(readable)} stretches of "
+                "text, each translated on its own: an n-best list needs one"
+            )
         (k,) = readable
         ids = parts[k].ids
         assert ids is not None
@@ -724,8 +803,9 @@ class Translator:
 
         Used by the service, which has already cut its input into sentences and wants each
         one's score. A blank sentence gives ``[ScoredTranslation("", 0.0, 0.0, ())]``. A
-        sentence too long for the model is translated in pieces (the input policy) and gets
-        one candidate: the pieces' best translations joined, their log-probs summed.
+        sentence too long for the model, or cut by pictographs or tags into several stretches
+        of text, is translated in pieces (the input policy) and gets one candidate: the
+        pieces' best translations joined, their log-probs summed.
         Candidates are ranked by beam search's score (with the number, punctuation and
         attention coverage and the word check), so a candidate that owes a digit or invents a
         word can come after one with a lower ``confidence``.

@@ -8,6 +8,8 @@ so that a translator that handles it keeps its plain score:
 * ``capitals``: both sides in upper case ("WHERE IS THE STATION?");
 * ``emoji after`` / ``emoji before``: " 😊" appended to both, "👍 " put before both;
 * ``curly apostrophes``: the English ' written ’ (the reference kept as it is);
+* ``title case``: the English in title case ("I Haven't Checked the Doors Yet."), the
+  reference as it is;
 * ``in a paragraph tag``: "<p>…</p>" around both;
 * ``Tom in bold``: "Tom" written "<b>Tom</b>" on both sides (where both sides have him).
 
@@ -33,6 +35,14 @@ from attenzione.translator import Translator
 Change = Callable[[str, str], tuple[str, str]]
 _TOM = re.compile(r"\bTom\b")
 _TAG = re.compile(r"</?[a-z]+>")
+_MINOR = {"a", "an", "the", "and", "but", "or", "for", "as", "at", "by", "in", "of", "on", "to"}
+
+
+def _title(text: str) -> str:
+    """``text`` in English title case: every word capitalised but the short minor ones."""
+    words = text.split(" ")
+    return " ".join(w if k and w in _MINOR else w[:1].upper() + w[1:] for k, w in enumerate(words))
+
 
 VARIANTS: dict[str, Change] = {
     "plain": lambda en, it: (en, it),
@@ -40,6 +50,7 @@ VARIANTS: dict[str, Change] = {
     "emoji after": lambda en, it: (en + " 😊", it + " 😊"),
     "emoji before": lambda en, it: ("👍 " + en, "👍 " + it),
     "curly apostrophes": lambda en, it: (en.replace("'", "\u2019"), it),
+    "title case": lambda en, it: (_title(en), it),
     "in a paragraph tag": lambda en, it: (f"<p>{en}</p>", f"<p>{it}</p>"),
     "Tom in bold": lambda en, it: (
         (_TOM.sub("<b>Tom</b>", en), _TOM.sub("<b>Tom</b>", it))

@@ -111,12 +111,22 @@ def _shouting(text: str) -> bool:
 _TITLE_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
+# The short words English title case leaves in lower case ("Species in the Amazon").
+_MINOR_WORDS = frozenset({
+    "a", "an", "the", "and", "but", "or", "nor", "for", "so", "yet", "as", "at", "by", "in",
+    "of", "off", "on", "per", "to", "up", "via", "vs", "v",
+})  # fmt: skip
+
+
 def _title_case(text: str) -> bool:
-    """Whether ``text`` is written in title case ("Scientists Discover New Species in the
-    Amazon"): after its first word, at least two words of four letters or more, all of them
-    capitalised."""
-    long = [w for w in _TITLE_WORD.findall(text)[1:] if len(w) >= 4]
-    return len(long) >= 2 and all(w[:1].isupper() for w in long)
+    """Whether ``text`` is written in (English) title case, "Scientists Discover New Species
+    in the Amazon": every word after the first capitalised but the short ones title case
+    leaves alone, and at least two of them of four letters or more. A sentence with a
+    lower-case verb ("Mother Teresa won the Nobel Peace Prize") is not."""
+    words = _TITLE_WORD.findall(text)[1:]
+    if any(not w[:1].isupper() and w not in _MINOR_WORDS for w in words):
+        return False
+    return sum(len(w) >= 4 and w[:1].isupper() for w in words) >= 2
 
 
 def _sentence_case(text: str, *, starts: bool) -> str:

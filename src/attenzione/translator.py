@@ -22,8 +22,8 @@ Input policy:
   letter or digit ("!" after an emoji) is kept as it is;
 * a line written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
   and its translation put back in capitals: the training data is hardly ever in capitals,
-  and the model left such text untranslated (a line with no word of three letters, "ID:
-  AB12CD", is a code and read as it is);
+  and the model left such text untranslated (a line with a code and no word of three
+  letters, "ID: AB12CD", is read as it is);
 
 * a line in title case ("Scientists Discover New Species") is read with its ordinary words in
   lower case (:meth:`Translator._truecase`): the model took "Doors" for a name.
@@ -108,7 +108,8 @@ def _shouting(text: str) -> bool:
     return len(cased) >= 2 and not any(c.islower() for c in cased)
 
 
-_TITLE_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_TITLE_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
+_CODE = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*\d)\w+\b")  # letters and digits: "AB12CD"
 
 
 # The short words English title case leaves in lower case ("Species in the Amazon").
@@ -149,7 +150,8 @@ def _sentence_case(text: str, *, starts: bool) -> str:
 @dataclass(frozen=True)
 class _Part:
     """One stretch of an input line: ``glue`` (what joined it to the stretch before, "" or
-    " "), the ``text`` the model reads (in sentence case when the line shouted), whether it
+    " "), the ``text`` the model reads (in sentence case when the line shouted, its ordinary
+    words lower-cased when it was in title case), whether it
     is put back in capitals (``upper``), its source ids (None: carried unchanged), and
     whether it goes on with a sentence begun before it (``continues``: not the line's first
     part, and its first letter is lower-case), so that its translation starts lower-case."""
@@ -255,6 +257,7 @@ class Translator:
         self.attention_layer = model.config.n_dec_layers // 2
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
         self._lowered: dict[tuple[str, str], bool] = {}  # (Word, word) -> lower-cased (_truecase)
+        self._named: dict[tuple[str, str], bool] = {}  # (Name, name) -> capitalised (_names)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -373,11 +376,13 @@ class Translator:
 
     def _truecase(self, text: str, *, starts: bool) -> str:
         """``text`` in title case with each capitalised word lower-cased where it is an
-        ordinary word: one the training data always translates (:attr:`translated_words`),
-        or whose lower-case form the source vocabulary takes for the likelier
-        (:meth:`_likelier`: "Doors" → "doors", "The" → "the"; "Tom" and "Massachusetts"
-        stay). A word that starts a sentence, "I" and words with other capitals ("iPhone",
-        "NASA") are kept."""
+        ordinary word: the source vocabulary spells the lower-case form in fewer pieces, or
+        both forms in one (a subword vocabulary gives the forms it saw often few pieces:
+        "Doors" → "doors", "The" → "the"; "Tom" and "Massachusetts" stay), or the training
+        data always translates it (:attr:`translated_words`) and the capitalised form is not
+        the shorter ("Governor" → "governor"; "Italy" stays). A word that starts a sentence,
+        "I" and words with other capitals ("NASA") are kept. Measured on Tatoeba dev in title
+        case, with the other rules tried: docs/broad-training.md."""
         first = starts
 
         def one(m: re.Match[str]) -> str:
@@ -389,14 +394,22 @@ class Translator:
                 begins
                 or not word[:1].isupper()
                 or rest != rest.lower()
-                or word.split("'")[0] == "I"
+                or re.split("['\u2019]", word)[0] == "I"
             ):
                 return word
             lower = word[:1].lower() + rest
             key = (word, lower)
             hit = self._lowered.get(key)
             if hit is None:
-                hit = lower.lower() in self._not_free or self._likelier(lower, word)
+                n_lower = len(self.src_tokenizer.encode(normalize(lower)))
+                n_word = len(self.src_tokenizer.encode(normalize(word)))
+                hit = (
+                    n_lower < n_word
+                    or n_lower == n_word == 1
+                    # a word the data always translates, unless the capitalised form is the
+                    # one the vocabulary knows better (a name: "Italy", "Christmas")
+                    or (lower.lower() in self._not_free and n_word >= n_lower)
+                )
                 self._lowered[key] = hit
             return lower if hit else word
 
@@ -406,16 +419,25 @@ class Translator:
             first = True
         return "".join(out)
 
-    def _likelier(self, lower: str, word: str) -> bool:
-        """Whether the source vocabulary takes the lower-case form for an ordinary word:
-        it spells it in fewer pieces than the capitalised ``word``, or both in one (a
-        subword vocabulary gives the forms it saw often few pieces). Measured on Tatoeba dev
-        in title case, this and the other rules tried: docs/broad-training.md."""
-        n_lower, n_word = (
-            len(self.src_tokenizer.encode(lower)),
-            len(self.src_tokenizer.encode(word)),
-        )
-        return n_lower < n_word or n_lower == n_word == 1
+    def _names(self, text: str) -> str:
+        """``text`` in sentence case with the words the source vocabulary knows as names
+        capitalised again: spelled in fewer pieces capitalised ("italy" → "Italy", "tom" →
+        "Tom"), for a line that was all in capitals."""
+
+        def one(m: re.Match[str]) -> str:
+            word = m.group(0)
+            if not word.islower():
+                return word
+            name = word[:1].upper() + word[1:]
+            key = (name, word)
+            hit = self._named.get(key)
+            if hit is None:
+                n_name = len(self.src_tokenizer.encode(normalize(name)))
+                hit = n_name < len(self.src_tokenizer.encode(normalize(word)))
+                self._named[key] = hit
+            return name if hit else word
+
+        return _TITLE_WORD.sub(one, text)
 
     def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
         """``text`` (stripped) cut around what is carried, not translated: (glue, stretch,
@@ -462,8 +484,10 @@ class Translator:
         stretches = self._stretches(text.strip())
         words = " ".join(stretch for _, stretch, readable in stretches if readable)
         # capitals are judged on the text to translate, not on the tags around it; a line
-        # with no word of three letters ("ID: AB12CD", "OK") is a code, read as it is
-        upper = _shouting(words) and any(len(w) >= 3 for w in _TITLE_WORD.findall(words))
+        # with a code ("ID: AB12CD") and no word of three letters is read as it is
+        upper = _shouting(words) and (
+            not _CODE.search(words) or any(len(w) >= 3 for w in _TITLE_WORD.findall(words))
+        )
         title = not upper and _title_case(words)
         starts = True  # the next stretch starts a sentence
         for glue, stretch, readable in stretches:
@@ -471,7 +495,7 @@ class Translator:
                 parts.append(_Part(glue, stretch, False, None))
                 continue
             if upper:
-                read = _sentence_case(stretch, starts=starts)
+                read = self._names(_sentence_case(stretch, starts=starts))
             elif title:
                 read = self._truecase(stretch, starts=starts)
             else:

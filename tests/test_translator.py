@@ -588,7 +588,6 @@ def test_a_line_in_title_case_is_read_with_its_ordinary_words_in_lower_case() ->
     )
     # a word the data always translates is lower-cased even where the pieces do not tell
     tr.translated_words = ["is", "dog"]
-    tr._lowered.clear()
     assert tr._truecase("The Red House Is Here. The Dog", starts=True) == (
         "The red house is here. The dog"
     )

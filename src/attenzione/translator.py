@@ -24,7 +24,6 @@ Input policy:
   and its translation put back in capitals: the training data is hardly ever in capitals,
   and the model left such text untranslated (a line with a code and no word of three
   letters, "ID: AB12CD", is read as it is);
-
 * a line in title case ("Scientists Discover New Species") is read with its ordinary words in
   lower case (:meth:`Translator._truecase`): the model took "Doors" for a name.
 
@@ -151,10 +150,10 @@ def _sentence_case(text: str, *, starts: bool) -> str:
 class _Part:
     """One stretch of an input line: ``glue`` (what joined it to the stretch before, "" or
     " "), the ``text`` the model reads (in sentence case when the line shouted, its ordinary
-    words lower-cased when it was in title case), whether it
-    is put back in capitals (``upper``), its source ids (None: carried unchanged), and
-    whether it goes on with a sentence begun before it (``continues``: not the line's first
-    part, and its first letter is lower-case), so that its translation starts lower-case."""
+    words lower-cased when it was in title case), whether it is put back in capitals
+    (``upper``), its source ids (None: carried unchanged), and whether it goes on with a
+    sentence begun before it (``continues``: the first piece of a stretch after a carried
+    one, whose first letter is lower-case), so that its translation starts lower-case."""
 
     glue: str
     text: str
@@ -256,8 +255,7 @@ class Translator:
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = model.config.n_dec_layers // 2
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
-        self._lowered: dict[tuple[str, str], bool] = {}  # (Word, word) -> lower-cased (_truecase)
-        self._named: dict[tuple[str, str], bool] = {}  # (Name, name) -> capitalised (_names)
+        self._counted: dict[str, int] = {}  # word -> its number of source pieces (_n_pieces)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -398,20 +396,15 @@ class Translator:
             ):
                 return word
             lower = word[:1].lower() + rest
-            key = (word, lower)
-            hit = self._lowered.get(key)
-            if hit is None:
-                n_lower = len(self.src_tokenizer.encode(normalize(lower)))
-                n_word = len(self.src_tokenizer.encode(normalize(word)))
-                hit = (
-                    n_lower < n_word
-                    or n_lower == n_word == 1
-                    # a word the data always translates, unless the capitalised form is the
-                    # one the vocabulary knows better (a name: "Italy", "Christmas")
-                    or (lower.lower() in self._not_free and n_word >= n_lower)
-                )
-                self._lowered[key] = hit
-            return lower if hit else word
+            n_lower, n_word = self._n_pieces(lower), self._n_pieces(word)
+            ordinary = (
+                n_lower < n_word
+                or n_lower == n_word == 1
+                # a word the data always translates, unless the capitalised form is the one
+                # the vocabulary knows better (a name: "Italy", "Christmas")
+                or (lower.lower() in self._not_free and n_word >= n_lower)
+            )
+            return lower if ordinary else word
 
         out = []
         for piece in re.split(r"(?<=[.!?])(\s+)", text):  # a sentence's first word is kept
@@ -429,15 +422,17 @@ class Translator:
             if not word.islower():
                 return word
             name = word[:1].upper() + word[1:]
-            key = (name, word)
-            hit = self._named.get(key)
-            if hit is None:
-                n_name = len(self.src_tokenizer.encode(normalize(name)))
-                hit = n_name < len(self.src_tokenizer.encode(normalize(word)))
-                self._named[key] = hit
-            return name if hit else word
+            return name if self._n_pieces(name) < self._n_pieces(word) else word
 
         return _TITLE_WORD.sub(one, text)
+
+    def _n_pieces(self, word: str) -> int:
+        """How many source pieces ``word`` is spelled in (remembered: the casing steps ask
+        for the same words again and again)."""
+        n = self._counted.get(word)
+        if n is None:
+            n = self._counted[word] = len(self.src_tokenizer.encode(normalize(word)))
+        return n
 
     def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
         """``text`` (stripped) cut around what is carried, not translated: (glue, stretch,

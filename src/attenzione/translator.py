@@ -734,6 +734,12 @@ class Translator:
             grouped[i].append((part, None if part.ids is None else next(hyps)))
         return grouped
 
+    @staticmethod
+    def _line(parts: Iterable[tuple[_Part, str]]) -> str:
+        """A line put back together from its parts and what each became: each after the glue
+        its source had, the line stripped (a part that came out empty leaves no edge)."""
+        return "".join(part.glue + text for part, text in parts).strip()
+
     def _written(self, part: _Part, h: Hypothesis, fix_numbers: bool) -> str:
         """The translation of one part as the user gets it (in capitals if it was)."""
         text = self._finish(part.text, self.tgt_tokenizer.decode(h.tokens), fix_numbers)
@@ -749,13 +755,12 @@ class Translator:
         """The input policy (empty lines, long lines split) around :meth:`translate_ids`."""
         out: list[str] = []
         for parts in self._decode_parts(texts, cfg, batch_size):
-            done = []
-            for part, h in parts:
-                if h is None:  # carried: written as it was
-                    done.append(part.glue + part.text)
-                else:
-                    done.append(part.glue + (self._written(part, h[0], fix_numbers) if h else ""))
-            out.append("".join(done).strip())
+            out.append(
+                self._line(
+                    (part, part.text if h is None else self._written(part, h[0], fix_numbers))
+                    for part, h in parts  # h None: carried, written as it was
+                )
+            )
         return out
 
     def translate_n_best(
@@ -797,7 +802,7 @@ class Translator:
         parts = self._parts(text)
         readable = [k for k, part in enumerate(parts) if part.ids is not None]
         if not readable and not any(p.too_long for p in parts):  # pictographs, tags, marks
-            return [("".join(p.glue + p.text for p in parts).strip(), 0.0)]
+            return [(self._line((p, p.text) for p in parts), 0.0)]
         if len(readable) != 1:
             self._read_at_once(text, "an n-best list needs a shorter sentence")  # too long?
             raise ValueError(
@@ -809,9 +814,9 @@ class Translator:
         assert ids is not None
         out = []
         for h in self.translate_ids([ids], cfg)[0]:
-            texts = [p.glue + p.text for p in parts]
-            texts[k] = parts[k].glue + self._written(parts[k], h, fix_numbers)
-            out.append(("".join(texts).strip(), h.score))
+            texts = [p.text for p in parts]
+            texts[k] = self._written(parts[k], h, fix_numbers)
+            out.append((self._line(zip(parts, texts, strict=True)), h.score))
         return out
 
     def translate_scored(
@@ -863,13 +868,14 @@ class Translator:
             ranks = max((len(h) for _, h in parts if h is not None), default=1)
             cands = []
             for rank in range(ranks):
-                texts, log_prob, n_tokens, ids, n_pieces, read = [], 0.0, 0, [], 0, ""
+                texts: list[tuple[_Part, str]] = []
+                log_prob, n_tokens, ids, n_pieces, read = 0.0, 0, [], 0, ""
                 for part, h in parts:
                     if h is None:  # carried unchanged: no tokens, no score
-                        texts.append(part.glue + part.text)
+                        texts.append((part, part.text))
                         continue
                     read = part.text
-                    texts.append(part.glue + self._written(part, h[rank], fix_numbers))
+                    texts.append((part, self._written(part, h[rank], fix_numbers)))
                     log_prob += h[rank].log_prob
                     n_tokens += len(h[rank].tokens) + 1  # + <eos>
                     ids.extend(h[rank].tokens)
@@ -877,7 +883,7 @@ class Translator:
                 confidence = log_prob / n_tokens if n_tokens else 0.0
                 cands.append(
                     ScoredTranslation(
-                        "".join(texts).strip(),
+                        self._line(texts),
                         confidence,
                         log_prob,
                         tuple(ids),

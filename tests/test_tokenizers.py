@@ -113,3 +113,24 @@ def test_sentencepiece_with_byte_fallback_round_trips_anything_without_unk() -> 
     # digits are split, so any number is spelled the same way, digit by digit
     pieces = [tok.id_to_token(i) for i in tok.encode("2017 20177")]
     assert [p.strip("▁") for p in pieces if p.strip("▁")] == list("2017") + list("20177")
+
+
+def test_subword_sampling_varies_the_pieces_keeps_the_text_and_repeats_with_its_seed(
+    spm: SentencePieceTokenizer,
+) -> None:
+    texts = (ITALIAN + ENGLISH) * 4
+    best = spm.encode_batch(texts)
+    drawn = spm.sample_batch(texts, alpha=0.1, seed=11)
+    assert drawn != best  # other segmentations are drawn ...
+    assert sum(map(len, drawn)) > sum(map(len, best))  # ... of smaller pieces
+    assert [spm.decode(ids) for ids in drawn] == texts  # of the same text
+    assert spm.sample_batch(texts, alpha=0.1, seed=11) == drawn  # a pure function of the seed
+    assert spm.sample_batch(texts, alpha=0.1, seed=12) != drawn
+    with pytest.raises(ValueError, match="alpha"):
+        spm.sample_batch(texts, alpha=0.0, seed=1)
+
+
+def test_a_word_tokenizer_has_no_segmentations_to_sample() -> None:
+    word = WordTokenizer.train(ITALIAN)
+    with pytest.raises(ValueError, match="SentencePiece"):
+        word.sample_batch(ITALIAN, alpha=0.5, seed=1)

@@ -134,13 +134,15 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     assert greedy["beam"] == 1 and greedy["number_coverage"] is None  # no search to rank
 
 
-def test_resume_equals_uninterrupted(corpus: Path, tmp_path: Path) -> None:
-    """Stopping at step 20 and resuming to 40 performs exactly the updates of a straight run."""
+@pytest.mark.parametrize("sampling", [0.0, 0.2], ids=["best-pieces", "subword-sampling"])
+def test_resume_equals_uninterrupted(corpus: Path, tmp_path: Path, sampling: float) -> None:
+    """Stopping at step 20 and resuming to 40 performs exactly the updates of a straight run,
+    also when each batch's sources are segmented afresh at random (--subword-sampling)."""
     straight = tmp_path / "straight"
-    train(_cfg(corpus, straight, max_steps=40), **QUIET)
+    train(_cfg(corpus, straight, max_steps=40, subword_sampling=sampling), **QUIET)
     split = tmp_path / "split"
-    train(_cfg(corpus, split, max_steps=20), **QUIET)
-    train(_cfg(corpus, split, max_steps=40), resume=True, **QUIET)
+    train(_cfg(corpus, split, max_steps=20, subword_sampling=sampling), **QUIET)
+    train(_cfg(corpus, split, max_steps=40, subword_sampling=sampling), resume=True, **QUIET)
     a = load_model(straight / "last").state_dict()
     b = load_model(split / "last").state_dict()
     assert a.keys() == b.keys()
@@ -452,3 +454,41 @@ def test_average_errors_are_one_line(corpus: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["average", str(out), "--steps", "x", "--out", str(tmp_path / "a")])
     assert res.exit_code == 2 and "--steps takes step numbers" in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def test_subword_sampling_feeds_other_segmentations_of_the_same_sources(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --subword-sampling the batches' sources are other segmentations of the same
+    text, differing from batch to batch; the targets keep the best segmentation."""
+    from attenzione.training import trainer as trainer_mod
+
+    seen: list[list[tuple[list[int], list[int]]]] = []
+    real_collate = trainer_mod.collate
+
+    def spy(pairs, **kw):  # type: ignore[no-untyped-def]
+        seen.append([(list(s), list(t)) for s, t in pairs])
+        return real_collate(pairs, **kw)
+
+    monkeypatch.setattr(trainer_mod, "collate", spy)
+    out = tmp_path / "run"
+    train(_cfg(corpus, out, max_steps=6, subword_sampling=0.1), **QUIET)
+    tr = Translator.from_pretrained(out / "last")
+    texts = {s for s, _ in (line.split("\t") for line in (out / "data/train.tsv").open())}
+    best = {tuple(tr.src_tokenizer.encode(t)) for t in texts}
+    targets = {
+        tuple(tr.tgt_tokenizer.encode(t.rstrip("\n")))
+        for t in (line.split("\t")[1] for line in (out / "data/train.tsv").open())
+    }
+    sources = [tuple(s) for batch in seen for s, _ in batch]
+    assert {tr.src_tokenizer.decode(s) for s in sources} <= texts  # the same sentences
+    assert sum(s not in best for s in sources) > len(sources) // 4  # mostly re-segmented
+    assert all(tuple(t) in targets for batch in seen for _, t in batch)  # targets as they were
+
+
+def test_subword_sampling_needs_a_subword_vocabulary(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--subword-sampling needs a SentencePiece"):
+        train(
+            _cfg(corpus, tmp_path / "g", preset="glove50", max_steps=2, subword_sampling=0.5),
+            **QUIET,
+        )

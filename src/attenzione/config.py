@@ -295,6 +295,10 @@ class TrainConfig(_JsonMixin):
     clean_untranslated: bool = True
     strip_accelerators: bool = True
     number_augment: float = 0.0
+    # subword regularisation (Kudo 2018): each batch's sources are segmented afresh by
+    # sampling SentencePiece's lattice with this smoothing alpha (0 = off: the best
+    # segmentation, as translation reads it); the targets keep theirs
+    subword_sampling: float = 0.0
     split_digits: bool = False
     byte_fallback: bool = False
     tokenizer_sample: int = 0
@@ -322,6 +326,10 @@ class TrainConfig(_JsonMixin):
         _check(
             0.0 <= self.number_augment <= 1.0,
             f"number_augment must be in [0, 1], got {self.number_augment}",
+        )
+        _check(
+            0.0 <= self.subword_sampling <= 1.0,
+            f"subword_sampling must be in [0, 1] (0 = off), got {self.subword_sampling}",
         )
         for name in ("epochs", "max_steps"):
             value = getattr(self, name)

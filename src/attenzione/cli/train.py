@@ -66,6 +66,12 @@ def train(
         help="Share of number-bearing pairs added again with random numbers (0–1).",
         callback=in_range(0, 1),
     ),
+    subword_sampling: float = typer.Option(
+        0.0,
+        help="Subword regularisation: segment each batch's sources afresh, sampling "
+        "SentencePiece's lattice with this alpha (0–1; 0 = off, lower = more varied).",
+        callback=in_range(0, 1),
+    ),
     split_digits: bool | None = typer.Option(
         None, "--split-digits/--no-split-digits", help="SentencePiece: one piece per digit."
     ),

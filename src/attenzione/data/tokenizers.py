@@ -54,6 +54,13 @@ class Tokenizer(ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
 
+    def sample_batch(self, texts: Sequence[str], *, alpha: float, seed: int) -> list[list[int]]:
+        """``texts`` each segmented at random (subword regularisation), the same for the same
+        ``seed``. Only a subword tokenizer has more than one segmentation to choose from."""
+        raise ValueError(
+            f"subword sampling needs a SentencePiece tokenizer, not {type(self).__name__}"
+        )
+
 
 # ---------------------------------------------------------------------------- word level
 # Words (letters/digits with inner hyphens), English clitics split GloVe-style ("do" "n't",
@@ -237,6 +244,28 @@ class SentencePieceTokenizer(Tokenizer):
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [list(x) for x in self.sp.encode(list(texts), out_type=int)]
+
+    def sample_batch(self, texts: Sequence[str], *, alpha: float, seed: int) -> list[list[int]]:
+        """Each text segmented by sampling the unigram lattice (``nbest_size=-1``): a
+        segmentation is drawn with probability proportional to its likelihood to the power
+        ``alpha``, so 1 stays close to the best segmentation and smaller values spread
+        towards shorter pieces ("▁research" "ers" for "▁researchers"). The draw is a pure
+        function of ``seed`` (one thread, SentencePiece's generator seeded first), so a
+        resumed run sees the segmentations an uninterrupted one would have."""
+        import sentencepiece as spm
+
+        if not 0 < alpha <= 1:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        spm.set_random_generator_seed(seed)
+        out = self.sp.encode(
+            list(texts),
+            out_type=int,
+            enable_sampling=True,
+            alpha=alpha,
+            nbest_size=-1,
+            num_threads=1,
+        )
+        return [list(x) for x in out]
 
     def decode(self, ids: Sequence[int]) -> str:
         skip = (self.pad_id, self.bos_id, self.eos_id)

@@ -50,6 +50,8 @@ class PreparedData:
     extra_dev: dict[str, Pairs] = field(default_factory=dict)
     # how the training targets write the sources' numbers (attenzione.data.numbers)
     number_format: str = "keep"
+    # the source text of each pair of ``train_ids`` (subword sampling segments it afresh)
+    train_src: list[str] = field(default_factory=list)
 
 
 def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> PreparedData:
@@ -60,6 +62,8 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     """
     data_dir = run_dir / "data"
     notes: list[str] = []
+    if cfg.subword_sampling and preset.tokenizer != "joint-spm" and not cfg.tokenizers_from:
+        raise ValueError(_NO_SAMPLING.format(preset.name))
     if not (data_dir / "train.tsv").is_file():
         if not write:
             raise RuntimeError(f"{data_dir} was not prepared by rank 0")
@@ -84,9 +88,14 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     src_ids = src_tok.encode_batch([s for s, _ in train])
     tgt_ids = tgt_tok.encode_batch([t for _, t in train])
     limit = cfg.max_src_tokens
-    train_ids = [
-        (s, t) for s, t in zip(src_ids, tgt_ids, strict=True) if len(s) < limit and len(t) < limit
-    ]
+    kept = [
+        i for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True))
+        if len(s) < limit and len(t) < limit
+    ]  # fmt: skip
+    train_ids = [(src_ids[i], tgt_ids[i]) for i in kept]
+    train_src = [train[i][0] for i in kept] if cfg.subword_sampling else []
+    if cfg.subword_sampling and not isinstance(src_tok, SentencePieceTokenizer):
+        raise ValueError(_NO_SAMPLING.format(preset.name))
     dropped = len(train) - len(train_ids)
     if dropped:
         notes.append(f"left out {dropped} training pairs longer than {limit} tokens")
@@ -98,8 +107,24 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
             f"({example}): so will this model's translations (info.json number_format)"
         )
     return PreparedData(
-        train, dev, test, src_tok, tgt_tok, train_ids, dropped, notes, extra_dev, number_format
+        train,
+        dev,
+        test,
+        src_tok,
+        tgt_tok,
+        train_ids,
+        dropped,
+        notes,
+        extra_dev,
+        number_format,
+        train_src,
     )
+
+
+_NO_SAMPLING = (
+    "--subword-sampling needs a SentencePiece source vocabulary; "
+    "this run's (preset {}) is a word list"
+)
 
 
 def _cleaning(cfg: TrainConfig) -> CleaningConfig:

@@ -26,7 +26,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -393,7 +393,7 @@ class Trainer:
             while p.batch_in_epoch < len(batches) and reason is None:
                 idx = batches[p.batch_in_epoch]
                 batch = collate(
-                    [self.data.train_ids[i] for i in idx],
+                    self._pairs(idx, p.epoch, p.batch_in_epoch),
                     pad_id=mc.pad_id,
                     bos_id=mc.bos_id,
                     eos_id=mc.eos_id,
@@ -441,6 +441,25 @@ class Trainer:
                 reason = reason or self._stop_reason(started)
         bar.close()
         return reason
+
+    def _pairs(
+        self, idx: Sequence[int], epoch: int, batch: int
+    ) -> list[tuple[list[int], list[int]]]:
+        """The id pairs of one batch. With subword sampling the sources are segmented afresh,
+        seeded by (seed, epoch, batch): a resumed run draws what an uninterrupted one would
+        have. A draw longer than the run reads keeps the best segmentation."""
+        pairs = [self.data.train_ids[i] for i in idx]
+        alpha = self.cfg.subword_sampling
+        if not alpha:
+            return pairs
+        seed = (self.cfg.seed * 1_000_003 + epoch) * 1_000_003 + batch
+        drawn = self.data.src_tok.sample_batch(
+            [self.data.train_src[i] for i in idx], alpha=alpha, seed=seed % 2**32
+        )
+        limit = self.cfg.max_src_tokens
+        return [
+            (s if len(s) < limit else src, tgt) for s, (src, tgt) in zip(drawn, pairs, strict=True)
+        ]
 
     def _on_signal(self, name: str) -> None:
         self.signalled = name

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig, ModelConfig
-from attenzione.decoding import Coverage, _filter_logits, generate, utf8_roles
+from attenzione.decoding import Coverage, WholeCharacters, _filter_logits, generate, utf8_roles
 from attenzione.model import Transformer
 
 PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
@@ -668,3 +668,42 @@ def test_a_row_whose_continuations_are_all_banned_is_left_to_the_model() -> None
     assert out[0][0].tokens == [A, C]
     with pytest.raises(ValueError, match="one role per target token"):
         generate(_BrokenBytes(), _src(), utf8=ROLES[:5])
+
+
+class _SwappedBytes(ScriptedModel):
+    """Spelling a three-byte character (A = lead byte 0xE2, B = 0x89, C = 0xA4: "≤"), the
+    model likes the continuation bytes in the wrong order: A C B is "⊉", not the source's."""
+
+    TABLE = {
+        (): {A: 1.0},
+        (A,): {C: 0.6, B: 0.4},
+        (A, C): {B: 0.7, C: 0.3},
+        (A, B): {B: 0.6, C: 0.4},
+    }
+
+
+# A announces two continuation bytes, B and C are continuation bytes
+ROLES_3 = torch.tensor([0, 0, 0, 2, -1, -1])
+BYTE_OF = torch.tensor([-1, -1, -1, 0xE2, 0x89, 0xA4])
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=3, n_best=3)],
+    ids=["greedy", "beam"],
+)
+def test_byte_pieces_spell_only_the_sources_characters(cfg: DecodeConfig) -> None:
+    le = "\u2264".encode()  # "≤" = E2 89 A4
+    assert le == bytes([0xE2, 0x89, 0xA4])
+    free = generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3)
+    assert free[0][0].tokens == [A, C, B]  # well-formed UTF-8, but "⊉"
+    whole = WholeCharacters(BYTE_OF, [frozenset({le}), frozenset()])
+    out = generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3, whole=whole)
+    assert out[0][0].tokens == [A, B, C]  # only "≤" can be spelled
+    assert not any(h.tokens[:2] == [A, C] for h in out[0])
+    # renormalised over what is allowed, as the UTF-8 check does: each byte was the only one
+    assert out[0][0].log_prob == pytest.approx(0.0)
+    # the second sentence has no character to spell: left to the UTF-8 check alone
+    assert out[1][0].tokens == free[1][0].tokens
+    with pytest.raises(ValueError, match="whole needs utf8"):
+        generate(_SwappedBytes(), _src(2), cfg, whole=whole)

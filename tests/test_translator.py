@@ -304,6 +304,15 @@ def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
 
 
 @shipped
+def test_shipped_model_spells_in_bytes_only_the_characters_of_its_source() -> None:
+    # "№" (E2 84 96) is spelled in bytes; with well-formed UTF-8 and the source's bytes as
+    # the only checks, the model wrote "℄" (E2 84 84) instead: a character the source never had
+    tr = Translator.from_pretrained()
+    out = tr.translate("Invoice № 42 is paid.")[0]
+    assert "№" in out and "℄" not in out, out
+
+
+@shipped
 def test_shipped_model_beam_search_writes_the_time_and_greedy_still_ends() -> None:
     tr = Translator.from_pretrained()
     sentence = "Tom didn't come back until after 2:30."

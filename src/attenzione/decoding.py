@@ -50,7 +50,7 @@ The loop needs only what :class:`DecodingModel` names — ``config`` (pad/bos/eo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -484,6 +484,66 @@ def _next_owed(owed: Tensor, tokens: Tensor, roles: Tensor) -> Tensor:
     return torch.where(role == CONTINUATION, (owed - 1).clamp(min=0), role.clamp(min=0))
 
 
+class WholeCharacters:
+    """Byte pieces that spell only whole characters of the sentence's source.
+
+    A byte-fallback vocabulary spells a character it lacks in bytes ("≤" = ``<0xE2>``
+    ``<0x89>`` ``<0xA4>``), so such a character in a translation is one the model copies
+    from its source, byte by byte. Well-formed UTF-8 (:func:`utf8_roles`) and a ban of the
+    bytes the source lacks still let it end "≤" as "≉" (E2 89 89), or "№" (E2 84 96) as "℄"
+    (E2 84 84): bytes the source has, in another order. With this, a row that has begun a
+    character may only go on with a byte that keeps it the beginning of one of its
+    sentence's ``chars``.
+
+    ``byte_of``: (V,) the byte each byte piece writes (-1 for other tokens); ``chars``: per
+    sentence, the UTF-8 of each character it may spell in bytes (its source's)."""
+
+    def __init__(self, byte_of: Tensor, chars: Sequence[frozenset[bytes]]) -> None:
+        self.byte_of: list[int] = byte_of.tolist()
+        self.token_of = {b: t for t, b in enumerate(self.byte_of) if b >= 0}
+        self.chars = list(chars)
+        self.sentence: list[int] = []  # the sentence each row belongs to
+        self.begun: list[bytes] = []  # the bytes of the character each row is writing
+
+    def start(self, row_sentence: list[int]) -> None:
+        """A new search, whose rows belong to these sentences."""
+        self.sentence = list(row_sentence)
+        self.begun = [b""] * len(row_sentence)
+
+    def mask(self, logits: Tensor, owed: Tensor) -> None:
+        """Mask in place the bytes that would make a row's character none of its source's.
+        ``owed``: the continuation bytes each row still owes (:func:`_next_owed`). A row
+        whose every allowed byte is masked already is left as it is rather than emptied."""
+        for r in (owed > 0).nonzero().flatten().tolist():
+            begun, n = self.begun[r], len(self.begun[r])
+            chars = self.chars[self.sentence[r]]
+            allowed = {c[n] for c in chars if n and len(c) > n and c.startswith(begun)}
+            ids = [self.token_of[b] for b in allowed if b in self.token_of]
+            if not ids or not bool(torch.isfinite(logits[r, ids]).any()):
+                continue
+            keep = logits[r, ids].clone()
+            logits[r] = float("-inf")
+            logits[r, ids] = keep
+
+    def advance(self, rows: Tensor | None, tokens: Tensor, owed: Tensor) -> None:
+        """The rows live on from ``rows`` (None: the same), write ``tokens`` and then owe
+        ``owed`` continuation bytes."""
+        if rows is not None:
+            parents = rows.tolist()
+            self.sentence = [self.sentence[r] for r in parents]
+            self.begun = [self.begun[r] for r in parents]
+        for r, (tok, left) in enumerate(zip(tokens.tolist(), owed.tolist(), strict=True)):
+            byte = self.byte_of[tok]
+            if byte < 0x80:  # not a byte piece, or ASCII: no character is open
+                self.begun[r] = b""
+            elif 0x80 <= byte <= 0xBF:
+                self.begun[r] += bytes([byte])
+            else:
+                self.begun[r] = bytes([byte])
+            if not left:
+                self.begun[r] = b""  # the character is complete
+
+
 @torch.inference_mode()
 def generate(
     model: DecodingModel,
@@ -495,6 +555,7 @@ def generate(
     utf8: Tensor | None = None,
     lexicon: Lexicon | None = None,
     attend: int | None = None,
+    whole: WholeCharacters | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
@@ -507,7 +568,9 @@ def generate(
     :mod:`attenzione.lexicon`). ``attend``: the decoder layer whose cross-attention measures
     how fully each hypothesis has covered its source (beam search with
     ``cfg.attention_coverage`` > 0; the model's ``decode`` must then take
-    ``need_weights=True`` and return ``cross_attentions``; None: not measured). Returns, per
+    ``need_weights=True`` and return ``cross_attentions``; None: not measured). ``whole``:
+    the characters each sentence may spell in byte pieces (:class:`WholeCharacters`; with
+    ``utf8`` only). Returns, per
     sentence, its hypotheses best first (one for greedy and sampling, up to ``n_best`` for
     beam search).
     """
@@ -521,6 +584,8 @@ def generate(
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
     if utf8 is not None and tuple(utf8.shape) != (mc.tgt_vocab_size,):
         raise ValueError(f"utf8 must have one role per target token ({mc.tgt_vocab_size},)")
+    if whole is not None and (utf8 is None or len(whole.chars) != src_ids.shape[0]):
+        raise ValueError(f"whole needs utf8 and the characters of {src_ids.shape[0]} sources")
     if lexicon is not None:
         if len(lexicon.sources) != src_ids.shape[0] or lexicon.starts.shape != (mc.tgt_vocab_size,):
             raise ValueError(
@@ -567,10 +632,12 @@ def generate(
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
     roles = None if utf8 is None else utf8.to(src_ids.device)
     bytes_owed = torch.zeros(n, dtype=torch.long, device=src_ids.device)  # (N,)
+    row_sentence = list(range(n)) if rows is None else rows.tolist()
     words = None
     if lexicon is not None:
-        row_sentence = list(range(n)) if rows is None else rows.tolist()
         words = WordCheck(lexicon, row_sentence, 2 * cfg.beam_size, src_ids.device)
+    if whole is not None:
+        whole.start(row_sentence)
     for step in range(int(limits.max())):
         attended = None
         if received is not None and real is not None:
@@ -589,6 +656,8 @@ def generate(
             logits.masked_fill_(banned, float("-inf"))
         if roles is not None:
             _keep_utf8(logits, bytes_owed, roles)
+            if whole is not None:
+                whole.mask(logits, bytes_owed)
         if need is not None and have is not None:
             owed = (need - have).clamp(min=0)  # (N,C)
         log_probs = torch.log_softmax(logits, dim=-1)
@@ -604,6 +673,8 @@ def generate(
             bytes_owed = bytes_owed[chosen.rows]
         if roles is not None:
             bytes_owed = _next_owed(bytes_owed, chosen.tokens, roles)
+            if whole is not None:
+                whole.advance(chosen.rows, chosen.tokens, bytes_owed)
         if words is not None:
             words.advance(chosen.rows, chosen.tokens)
         if need is not None and have is not None and table is not None:

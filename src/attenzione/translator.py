@@ -57,7 +57,7 @@ from attenzione.data.corpus import normalize
 from attenzione.data.numbers import NUMBER_FORMATS, localize_numbers, repair_numbers
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
-from attenzione.decoding import Coverage, Hypothesis, generate, utf8_roles
+from attenzione.decoding import Coverage, Hypothesis, WholeCharacters, generate, utf8_roles
 from attenzione.lexicon import Lexicon, piece_table, words_of
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
@@ -232,6 +232,12 @@ class Translator:
         # what each target piece is as UTF-8, so byte pieces always spell whole characters
         # (None: a vocabulary without byte fallback has nothing to keep well-formed)
         self._utf8 = utf8_roles(tgt_bytes, model.config.tgt_vocab_size) if tgt_bytes else None
+        # the byte each byte piece writes, to keep the characters spelled in bytes whole
+        # characters of the source (decoding.WholeCharacters)
+        self._src_byte = {i: int(p[3:5], 16) for p, i in src_bytes.items()}
+        self._tgt_byte = torch.full((model.config.tgt_vocab_size,), -1, dtype=torch.long)
+        for p, i in tgt_bytes.items():
+            self._tgt_byte[i] = int(p[3:5], 16)
         # (V,C): how many of each digit and carried mark every piece writes, for beam search's
         # coverage; a mark the target vocabulary cannot write is left out (every translation
         # would owe it)
@@ -552,6 +558,7 @@ class Translator:
                 utf8=self._utf8,
                 lexicon=self._lexicon([src[i] for i in group], cfg),
                 attend=self.attention_layer,
+                whole=self._whole([src[i] for i in group]),
             )
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
@@ -615,6 +622,18 @@ class Translator:
             device=batch.device,
         )
         return Coverage(need=need, table=self._symbols_tgt.to(batch.device), weight=weight)
+
+    def _whole(self, sources: Sequence[list[int]]) -> WholeCharacters | None:
+        """The characters each source spells in byte pieces: all a translation may spell in
+        bytes (None: the vocabularies have no byte pieces in common)."""
+        if self._utf8 is None or not len(self._byte_src):
+            return None
+        chars = []
+        for ids in sources:
+            spelled = bytes(self._src_byte[i] for i in ids if i in self._src_byte)
+            text = spelled.decode("utf-8", "ignore")
+            chars.append(frozenset(c.encode() for c in text if len(c.encode()) > 1))
+        return WholeCharacters(self._tgt_byte, chars)
 
     def _byte_bans(self, batch: torch.Tensor) -> torch.Tensor | None:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those

@@ -210,6 +210,29 @@ def test_a_source_name_spelled_in_bytes_is_free_to_copy() -> None:
     assert hyps[0].score == pytest.approx(math.log(0.4))
 
 
+class _Unlikely(_Speller):
+    """After "▁Dvo" the pieces the check looks at (the 2K likeliest, K = 1) all spoil the
+    source's "Dvořák", and so does the next one, "tt" (0.22); the byte that goes on with
+    it, <0xC5> (0.20), is only fourth."""
+
+    TABLE: dict[tuple[int, ...], dict[int, float]] = {
+        (): {DVO: 1.0},
+        (DVO,): {PPO: 0.30, TTO: 0.28, TT: 0.22, B1: 0.20},
+        (DVO, B1): {B2: 1.0},
+        (DVO, B1, B2): {AK: 1.0},
+    }
+
+
+def test_when_every_likely_piece_pays_the_check_looks_further_down() -> None:
+    one = DecodeConfig(method="beam", beam_size=1, length_penalty=0.0)
+    assert generate(_Unlikely(), _src(), one)[0][0].tokens == [DVO, PPO]
+    best = generate(_Unlikely(), _src(), one, lexicon=_lexicon({"dvořák"}))[0][0]
+    # "tt" is charged as it is chosen too, though it is not among the two checked first:
+    # unpaid, it would have pushed the copy of "Dvořák" out and paid a step later
+    assert best.tokens == [DVO, B1, B2, AK]
+    assert best.score == pytest.approx(math.log(0.20))
+
+
 def test_the_check_is_off_at_zero() -> None:
     off = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=0.0))[0]
     assert off[0].tokens == [GA, PPO]
@@ -282,6 +305,14 @@ def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
     assert "Maroochydore" in checked and "Caboolture" in checked
     # without the check the model writes "Marochydore", a word of neither language
     assert "Maroochydore" not in tr.translate(sentence, word_penalty=0)[0]
+
+
+def test_the_shipped_model_copies_a_name_with_a_letter_it_spells_in_bytes() -> None:
+    # "ř" is <0xC5><0x99>, and the model gives <0xC5> after "Dvo" less than the 8 pieces
+    # the check looked at, all spoilers: "DvoChocolate globalák" until it looked further
+    tr = Translator.from_pretrained()
+    for sentence in ("Antonín Dvořák was a composer.", "She lives in Dvořák Street."):
+        assert "Dvořák" in tr.translate(sentence)[0]
 
 
 # ---------------------------------------------------------------------------- translated words

@@ -162,6 +162,10 @@ class Charge:
     cost: float
 
 
+# how far down a row's pieces the check looks when all of its likeliest spoil the word
+FURTHER = 256
+
+
 class WordCheck:
     """The word each beam row is writing, and what each next token costs (used by
     :func:`attenzione.decoding.generate`).
@@ -192,7 +196,7 @@ class WordCheck:
         ``log_probs`` (None: nothing): a token that makes its word impossible; any token,
         for a word that became impossible unnoticed; a token that ends a word that stops
         short of being one."""
-        fits, texts, is_start = self.lex.fits, self.lex.texts, self.is_start
+        fits, is_start = self.lex.fits, self.is_start
         width = min(self.width, log_probs.shape[-1])
         likely = log_probs.topk(width, dim=-1).indices.tolist()  # (N,width)
         now = [0.0] * len(self.word)
@@ -205,21 +209,31 @@ class WordCheck:
             if open_word and text and not fits(sent, text, whole=False):
                 self.charged[r], open_word = True, False
                 now[r] = self.lex.penalty
-            elif open_word and (
+            short = False  # a piece that ends the row's word now pays for it
+            if open_word and (
                 (text and not fits(sent, text, whole=True))  # stops short of a word
                 or (self.empty[r] and not word)  # a lone "▁": an empty word if it ends now
             ):
                 at_end.append(r)
+                short = True
+            free = False  # some likely piece costs nothing
             for tok in likely[r]:
-                if is_start[tok]:
-                    new = texts[tok].decode("utf-8", "ignore")
-                elif open_word:
-                    new = (word + texts[tok]).decode("utf-8", "ignore")
-                else:
-                    continue  # this word has paid already
-                if new and not fits(sent, new, whole=False):
+                if self._spoils(sent, word, open_word, tok):
                     bad_rows.append(r)
                     bad_tokens.append(tok)
+                elif not (short and is_start[tok]):
+                    free = True
+            if not free and open_word and word:
+                # every likely piece pays: look further down for the first that does not
+                # ("Dvo" + <0xC5> of "Dvořák"), charging the spoilers above it, so that an
+                # unlikelier piece that spoils the word cannot take the row's place unpaid
+                more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
+                for tok in more[width:]:
+                    if self._spoils(sent, word, open_word, tok):
+                        bad_rows.append(r)
+                        bad_tokens.append(tok)
+                    elif not (short and is_start[tok]):
+                        break
         self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
         if not at_end and not any(now) and not bad_rows:
             return None
@@ -235,6 +249,16 @@ class WordCheck:
             long(bad_tokens),
             self.lex.penalty,
         )
+
+    def _spoils(self, sent: int, word: bytes, open_word: bool, tok: int) -> bool:
+        """Whether writing ``tok`` after ``word`` makes a word that cannot become one."""
+        if self.is_start[tok]:
+            new = self.lex.texts[tok].decode("utf-8", "ignore")
+        elif open_word:
+            new = (word + self.lex.texts[tok]).decode("utf-8", "ignore")
+        else:
+            return False  # this word has paid already
+        return bool(new) and not self.lex.fits(sent, new, whole=False)
 
     def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
         """The rows live on from ``rows`` (None: the same) and write ``tokens``."""

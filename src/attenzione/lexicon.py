@@ -162,7 +162,7 @@ class Charge:
     cost: float
 
 
-# how far down a row's pieces the check looks when all of its likeliest spoil the word
+# how far down a row's pieces the check looks when all of its likeliest pay
 FURTHER = 256
 
 
@@ -171,8 +171,10 @@ class WordCheck:
     :func:`attenzione.decoding.generate`).
 
     A row's candidates among its ``width`` likeliest tokens are checked one by one: one that
-    makes its word impossible is charged as it is chosen. A row whose word became impossible
-    through a token outside them pays at the next step instead, on every continuation.
+    makes its word impossible is charged as it is chosen. When every one of them pays, the
+    check goes on down the row's tokens (up to ``FURTHER``) to the first that costs nothing,
+    charging the spoilers on the way. A row whose word became impossible through a token
+    outside them pays at the next step instead, on every continuation.
     """
 
     def __init__(

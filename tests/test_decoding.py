@@ -701,9 +701,13 @@ def test_byte_pieces_spell_only_the_sources_characters(cfg: DecodeConfig) -> Non
     out = generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3, whole=whole)
     assert out[0][0].tokens == [A, B, C]  # only "≤" can be spelled
     assert not any(h.tokens[:2] == [A, C] for h in out[0])
-    # renormalised over what is allowed, as the UTF-8 check does: each byte was the only one
-    assert out[0][0].log_prob == pytest.approx(0.0)
+    # the bytes keep the model's probabilities (the UTF-8 check's, over the continuation
+    # bytes), not renormalised over the one byte left: finishing a character is not free
+    assert out[0][0].log_prob == pytest.approx(math.log(0.4 * 0.4))
     # the second sentence has no character to spell: left to the UTF-8 check alone
     assert out[1][0].tokens == free[1][0].tokens
     with pytest.raises(ValueError, match="whole needs utf8"):
         generate(_SwappedBytes(), _src(2), cfg, whole=whole)
+    with pytest.raises(ValueError, match="the byte of each of 6 target tokens"):
+        short = WholeCharacters(BYTE_OF[:5], [frozenset({le}), frozenset()])
+        generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3, whole=short)

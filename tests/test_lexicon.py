@@ -309,7 +309,7 @@ def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
 
 def test_the_shipped_model_copies_a_name_with_a_letter_it_spells_in_bytes() -> None:
     # "ř" is <0xC5><0x99>, and the model gives <0xC5> after "Dvo" less than the 8 pieces
-    # the check looked at, all spoilers: "DvoChocolate globalák" until it looked further
+    # the check looked at, all spoilers: "DvoChocolate personalák" until it looked further
     tr = Translator.from_pretrained()
     for sentence in ("Antonín Dvořák was a composer.", "She lives in Dvořák Street."):
         assert "Dvořák" in tr.translate(sentence)[0]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,6 +131,27 @@ def test_subword_sampling_varies_the_pieces_keeps_the_text_and_repeats_with_its_
     assert spm.sample_batch(texts, alpha=0.1, seed=12) != drawn
     with pytest.raises(ValueError, match="alpha"):
         spm.sample_batch(texts, alpha=0.0, seed=1)
+
+
+def test_subword_sampling_draws_the_same_in_another_process(
+    spm: SentencePieceTokenizer, tmp_path: Path
+) -> None:
+    # a resumed run is another process: its draw must not depend on the process's state
+    # (SentencePiece's own sampler, seeded the same way, drew differently in each)
+    spm.save(tmp_path / "tok")
+    texts = (ITALIAN + ENGLISH) * 4
+    code = (
+        "import json, sys; from attenzione.data import load_tokenizer; "
+        "t = load_tokenizer(sys.argv[1]); "
+        "print(json.dumps(t.sample_batch(json.loads(sys.argv[2]), alpha=0.1, seed=11)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "tok"), json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(run.stdout) == spm.sample_batch(texts, alpha=0.1, seed=11)
 
 
 def test_a_word_tokenizer_has_no_segmentations_to_sample() -> None:

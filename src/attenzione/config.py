@@ -295,9 +295,9 @@ class TrainConfig(_JsonMixin):
     clean_untranslated: bool = True
     strip_accelerators: bool = True
     number_augment: float = 0.0
-    # subword regularisation (Kudo 2018): each batch's sources are segmented afresh by
-    # sampling SentencePiece's lattice with this smoothing alpha (0 = off: the best
-    # segmentation, as translation reads it); the targets keep theirs
+    # subword regularisation (Kudo 2018): each batch's sources are segmented afresh, drawn
+    # from their best SentencePiece segmentations with this smoothing alpha (0 = off: the
+    # best segmentation, as translation reads it); the targets keep theirs
     subword_sampling: float = 0.0
     split_digits: bool = False
     byte_fallback: bool = False

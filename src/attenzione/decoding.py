@@ -510,10 +510,13 @@ class WholeCharacters:
         self.sentence = list(row_sentence)
         self.begun = [b""] * len(row_sentence)
 
-    def mask(self, logits: Tensor, owed: Tensor) -> None:
-        """Mask in place the bytes that would make a row's character none of its source's.
-        ``owed``: the continuation bytes each row still owes (:func:`_next_owed`). A row
-        whose every allowed byte is masked already is left as it is rather than emptied."""
+    def mask(self, owed: Tensor, logits: Tensor, log_probs: Tensor) -> None:
+        """Mask in place, in the (N,V) ``logits`` and ``log_probs`` alike, the bytes that
+        would make a row's character none of its source's. ``owed``: the continuation bytes
+        each row still owes (:func:`_next_owed`). The log-probs are not renormalised: the
+        byte left keeps the probability the model gave it, so a character begun by mistake
+        is not made cheaper to finish. A row whose every allowed byte is masked already is
+        left as it is rather than emptied."""
         for r in (owed > 0).nonzero().flatten().tolist():
             begun, n = self.begun[r], len(self.begun[r])
             chars = self.chars[self.sentence[r]]
@@ -521,9 +524,10 @@ class WholeCharacters:
             ids = [self.token_of[b] for b in allowed if b in self.token_of]
             if not ids or not bool(torch.isfinite(logits[r, ids]).any()):
                 continue
-            keep = logits[r, ids].clone()
-            logits[r] = float("-inf")
-            logits[r, ids] = keep
+            for scores in (logits, log_probs):
+                keep = scores[r, ids].clone()
+                scores[r] = float("-inf")
+                scores[r, ids] = keep
 
     def advance(self, rows: Tensor | None, tokens: Tensor, owed: Tensor) -> None:
         """The rows live on from ``rows`` (None: the same), write ``tokens`` and then owe
@@ -584,8 +588,15 @@ def generate(
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
     if utf8 is not None and tuple(utf8.shape) != (mc.tgt_vocab_size,):
         raise ValueError(f"utf8 must have one role per target token ({mc.tgt_vocab_size},)")
-    if whole is not None and (utf8 is None or len(whole.chars) != src_ids.shape[0]):
-        raise ValueError(f"whole needs utf8 and the characters of {src_ids.shape[0]} sources")
+    if whole is not None and (
+        utf8 is None
+        or len(whole.chars) != src_ids.shape[0]
+        or len(whole.byte_of) != mc.tgt_vocab_size
+    ):
+        raise ValueError(
+            f"whole needs utf8, the characters of {src_ids.shape[0]} sources and the byte of "
+            f"each of {mc.tgt_vocab_size} target tokens"
+        )
     if lexicon is not None:
         if len(lexicon.sources) != src_ids.shape[0] or lexicon.starts.shape != (mc.tgt_vocab_size,):
             raise ValueError(
@@ -656,11 +667,11 @@ def generate(
             logits.masked_fill_(banned, float("-inf"))
         if roles is not None:
             _keep_utf8(logits, bytes_owed, roles)
-            if whole is not None:
-                whole.mask(logits, bytes_owed)
         if need is not None and have is not None:
             owed = (need - have).clamp(min=0)  # (N,C)
         log_probs = torch.log_softmax(logits, dim=-1)
+        if whole is not None:
+            whole.mask(bytes_owed, logits, log_probs)
         charge = None if words is None else words.penalty(log_probs)
         chosen = strategy.step(step, logits, log_probs, owed, charge, attended)
         if chosen is None:

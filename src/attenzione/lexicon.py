@@ -230,7 +230,8 @@ class WordCheck:
                 # ("Dvo" + <0xC5> of "Dvořák"), charging the spoilers above it, so that an
                 # unlikelier piece that spoils the word cannot take the row's place unpaid
                 more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
-                for tok in more[width:]:
+                checked = set(likely[r])  # (ties may order the two lists differently)
+                for tok in (t for t in more if t not in checked):
                     if self._spoils(sent, word, open_word, tok):
                         bad_rows.append(r)
                         bad_tokens.append(tok)

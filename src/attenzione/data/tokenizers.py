@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import random
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
 _BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+# how many of a text's best segmentations subword sampling draws from (Kudo 2018's l)
+SAMPLE_FROM = 64
 
 
 def is_byte_piece(piece: str) -> bool:
@@ -246,26 +251,39 @@ class SentencePieceTokenizer(Tokenizer):
         return [list(x) for x in self.sp.encode(list(texts), out_type=int)]
 
     def sample_batch(self, texts: Sequence[str], *, alpha: float, seed: int) -> list[list[int]]:
-        """Each text segmented by sampling the unigram lattice (``nbest_size=-1``): a
-        segmentation is drawn with probability proportional to its likelihood to the power
-        ``alpha``, so 1 stays close to the best segmentation and smaller values spread
-        towards shorter pieces ("▁research" "ers" for "▁researchers"). The draw is a pure
-        function of ``seed`` (one thread, SentencePiece's generator seeded first), so a
-        resumed run sees the segmentations an uninterrupted one would have."""
-        import sentencepiece as spm
-
+        """Each text segmented at random, drawn from its ``SAMPLE_FROM`` best segmentations
+        with probability proportional to the segmentation's likelihood to the power
+        ``alpha`` (Kudo 2018's l-best sampling): 1 stays close to the best segmentation,
+        smaller values spread towards shorter pieces ("▁research" "ers" for
+        "▁researchers"). The n-best lists are deterministic and the draw is our own seeded
+        generator's, so the same ``seed`` gives the same segmentations in any process (a
+        resumed run sees what an uninterrupted one would have; SentencePiece's own sampler
+        draws differently in every process)."""
         if not 0 < alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-        spm.set_random_generator_seed(seed)
-        out = self.sp.encode(
-            list(texts),
-            out_type=int,
-            enable_sampling=True,
-            alpha=alpha,
-            nbest_size=-1,
-            num_threads=1,
-        )
-        return [list(x) for x in out]
+        rng = random.Random(seed)
+        score = self._piece_scores
+        out: list[list[int]] = []
+        for text in texts:
+            try:
+                options = self.sp.nbest_encode_as_ids(text, SAMPLE_FROM)
+            except RuntimeError:  # a BPE model has no n-best segmentations
+                raise ValueError(
+                    "subword sampling needs a unigram SentencePiece model, not a BPE one"
+                ) from None
+            if len(options) < 2:
+                out.append(list(options[0]) if options else [])
+                continue
+            logp = [alpha * sum(score[i] for i in ids) for ids in options]
+            top = max(logp)
+            weights = [math.exp(x - top) for x in logp]
+            out.append(list(rng.choices(options, weights=weights)[0]))
+        return out
+
+    @cached_property
+    def _piece_scores(self) -> list[float]:
+        """Each piece's log-probability in the unigram model."""
+        return [float(self.sp.get_score(i)) for i in range(self.vocab_size)]
 
     def decode(self, ids: Sequence[int]) -> str:
         skip = (self.pad_id, self.bos_id, self.eos_id)

@@ -85,6 +85,10 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         }
         src_tok = load_tokenizer(run_dir / "src_tokenizer")
         tgt_tok = load_tokenizer(run_dir / "tgt_tokenizer")
+    if cfg.subword_sampling:  # before the long work: a word or BPE vocabulary cannot sample
+        if not isinstance(src_tok, SentencePieceTokenizer):
+            raise ValueError(_NO_SAMPLING.format(preset.name))
+        src_tok.sample_batch(["a b"], alpha=cfg.subword_sampling, seed=cfg.seed)
     src_ids = src_tok.encode_batch([s for s, _ in train])
     tgt_ids = tgt_tok.encode_batch([t for _, t in train])
     limit = cfg.max_src_tokens
@@ -94,8 +98,6 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
     ]  # fmt: skip
     train_ids = [(src_ids[i], tgt_ids[i]) for i in kept]
     train_src = [train[i][0] for i in kept] if cfg.subword_sampling else []
-    if cfg.subword_sampling and not isinstance(src_tok, SentencePieceTokenizer):
-        raise ValueError(_NO_SAMPLING.format(preset.name))
     dropped = len(train) - len(train_ids)
     if dropped:
         notes.append(f"left out {dropped} training pairs longer than {limit} tokens")

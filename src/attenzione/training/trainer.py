@@ -454,7 +454,7 @@ class Trainer:
             return pairs
         seed = (self.cfg.seed * 1_000_003 + epoch) * 1_000_003 + batch
         drawn = self.data.src_tok.sample_batch(
-            [self.data.train_src[i] for i in idx], alpha=alpha, seed=seed % 2**32
+            [self.data.train_src[i] for i in idx], alpha=alpha, seed=seed
         )
         limit = self.cfg.max_src_tokens
         return [

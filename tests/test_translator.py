@@ -140,6 +140,30 @@ def test_cli_translate_file_to_file(translator: Translator, tmp_path: Path) -> N
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
 
 
+def test_cli_translate_keeps_a_windows_files_line_ends_and_ignores_its_bom(
+    translator: Translator, tmp_path: Path
+) -> None:
+    # Notepad writes UTF-8 with a byte-order mark and CRLF: the mark was read as part of the
+    # first sentence ("\ufeffHello." → "La barra degli strumenti disprezzo." with the shipped
+    # model, "Hello." → "Pronto.") and the translations came back with LF
+    assert translator.encode_source("\ufeffthe red cat") == translator.encode_source("the red cat")
+    translator.save_pretrained(tmp_path / "m")
+    outputs = {}
+    for name, data in (
+        ("windows", b"\xef\xbb\xbfthe red cat is here\r\n\r\nthe dog is there\r\n"),
+        ("unix", b"the red cat is here\n\nthe dog is there\n"),
+    ):
+        src, out = tmp_path / f"{name}.txt", tmp_path / f"{name}.out"
+        src.write_bytes(data)
+        args = ["translate", "--model", str(tmp_path / "m"), "-i", str(src), "-o", str(out)]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        outputs[name] = out.read_bytes()
+    assert outputs["windows"].count(b"\r\n") == 3
+    assert outputs["windows"].replace(b"\r\n", b"\n") == outputs["unix"]
+    assert b"\r" not in outputs["unix"]
+
+
 shipped = pytest.mark.skipif(
     not (PRETRAINED_DIR / "model.safetensors").is_file(), reason="no shipped model in this checkout"
 )

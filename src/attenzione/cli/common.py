@@ -192,8 +192,19 @@ def check_argument_text(texts: list[str]) -> None:
 
 def read_text_lines(stream: BinaryIO, name: str) -> list[str]:
     """Decode ``stream`` as UTF-8 lines; a bad byte is reported as ``name:line: …``."""
+    return read_text(stream, name)[0]
+
+
+def read_text(stream: BinaryIO, name: str) -> tuple[list[str], str]:
+    """``stream``'s UTF-8 lines (a byte-order mark at its start dropped) and the line ending
+    it uses (its first: "\r\n" for a Windows file, else "\n"), so that what is written back
+    keeps it; a bad byte is reported as ``name:line: …``."""
+    data = stream.read()
+    data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    first = data.find(b"\n")
+    newline = "\r\n" if first > 0 and data[first - 1 : first] == b"\r" else "\n"
     lines = []
-    for no, raw in enumerate(stream.read().splitlines(), start=1):
+    for no, raw in enumerate(data.splitlines(), start=1):
         try:
             lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -201,7 +212,7 @@ def read_text_lines(stream: BinaryIO, name: str) -> list[str]:
                 f"{name}:{no}: not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
                 f"{exc.start + 1})"
             )
-    return lines
+    return lines, newline
 
 
 def check_writable(path: Path, what: str) -> None:

@@ -28,7 +28,7 @@ from attenzione.cli.common import (
     number_coverage_option,
     number_format_option,
     punctuation_coverage_option,
-    read_text_lines,
+    read_text,
     set_number_format,
     user_errors,
     word_penalty_option,
@@ -95,7 +95,7 @@ def translate(
                 verb = "applies" if len(ignored) == 1 else "apply"
                 fail(f"{', '.join(ignored)} only {verb} with --sample")
         check_number_flags(number_format, fix_numbers)
-        lines = _read_input(text, input)
+        lines, newline = _read_input(text, input)
         if output is not None:
             check_writable(output, "--output")
         from attenzione.translator import Translator, decode_config
@@ -135,38 +135,42 @@ def translate(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers
         )
         if output is None:
-            _stream(results, sys.stdout, len(lines), bar=False)
+            _stream(results, sys.stdout, len(lines), bar=False, newline=newline)
             return
-        with open(output, "w", encoding="utf-8") as f:
-            n = _stream(results, f, len(lines), bar=sys.stderr.isatty())
+        with open(output, "w", encoding="utf-8", newline="") as f:
+            n = _stream(results, f, len(lines), bar=sys.stderr.isatty(), newline=newline)
         typer.echo(f"wrote {n} translations to {output}", err=True)
 
 
-def _read_input(text: list[str] | None, input: Path | None) -> list[str]:
-    """The lines to translate, from arguments, a file or stdin, checked to be UTF-8 text."""
+def _read_input(text: list[str] | None, input: Path | None) -> tuple[list[str], str]:
+    """The lines to translate, from arguments, a file or stdin, checked to be UTF-8 text,
+    and the line ending to write them back with (the input's)."""
     if text and input is not None:
         fail("give sentences as arguments or --input, not both")
     if text:
         check_argument_text(list(text))
-        return list(text)
+        return list(text), "\n"
     if input is not None and str(input) != "-":
         if not input.is_file():
             fail(f"input file {input} does not exist")
         with open(input, "rb") as f:
-            return read_text_lines(f, str(input))
+            return read_text(f, str(input))
     if input is not None or not sys.stdin.isatty():
-        return read_text_lines(sys.stdin.buffer, "stdin")
+        return read_text(sys.stdin.buffer, "stdin")
     fail("nothing to translate: give a sentence, --input FILE, or pipe text in")
 
 
-def _stream(results: Iterable[str], out: TextIO, total: int, *, bar: bool) -> int:
-    """Write each translation as it arrives (flushing per line); returns how many."""
+def _stream(
+    results: Iterable[str], out: TextIO, total: int, *, bar: bool, newline: str = "\n"
+) -> int:
+    """Write each translation as it arrives (flushing per line), each ended with
+    ``newline``; returns how many."""
     from tqdm import tqdm
 
     n = 0
     with tqdm(total=total, unit="line", disable=not bar, file=sys.stderr) as progress:
         for line in results:
-            out.write(line + "\n")
+            out.write(line + newline)
             out.flush()
             progress.update(1)
             n += 1

@@ -28,8 +28,10 @@ class CorpusError(ValueError):
 
 
 def normalize(text: str) -> str:
-    """NFC, typographic apostrophes → ', whitespace runs → one space, stripped."""
+    """NFC, typographic apostrophes → ', byte-order marks (U+FEFF) removed, whitespace runs →
+    one space, stripped."""
     text = unicodedata.normalize("NFC", text).replace("\u2019", "'").replace("\u02bc", "'")
+    text = text.replace("\ufeff", "")
     return _WS.sub(" ", text).strip()
 
 

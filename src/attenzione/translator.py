@@ -625,7 +625,8 @@ class Translator:
 
     def _whole(self, sources: Sequence[list[int]]) -> WholeCharacters | None:
         """The characters each source spells in byte pieces: all a translation may spell in
-        bytes (None: the vocabularies have no byte pieces in common)."""
+        bytes (None: the vocabularies have no byte pieces in common, or no source spells a
+        character in bytes, and the byte bans alone leave none to spell)."""
         if self._utf8 is None or not len(self._byte_src):
             return None
         chars = []
@@ -633,7 +634,7 @@ class Translator:
             spelled = bytes(self._src_byte[i] for i in ids if i in self._src_byte)
             text = spelled.decode("utf-8", "ignore")
             chars.append(frozenset(c.encode() for c in text if len(c.encode()) > 1))
-        return WholeCharacters(self._tgt_byte, chars)
+        return WholeCharacters(self._tgt_byte, chars) if any(chars) else None
 
     def _byte_bans(self, batch: torch.Tensor) -> torch.Tensor | None:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those

@@ -474,12 +474,10 @@ def test_subword_sampling_feeds_other_segmentations_of_the_same_sources(
     out = tmp_path / "run"
     train(_cfg(corpus, out, max_steps=6, subword_sampling=0.1), **QUIET)
     tr = Translator.from_pretrained(out / "last")
-    texts = {s for s, _ in (line.split("\t") for line in (out / "data/train.tsv").open())}
-    best = {tuple(tr.src_tokenizer.encode(t)) for t in texts}
-    targets = {
-        tuple(tr.tgt_tokenizer.encode(t.rstrip("\n")))
-        for t in (line.split("\t")[1] for line in (out / "data/train.tsv").open())
-    }
+    rows = [line.split("\t") for line in (out / "data/train.tsv").read_text().splitlines()]
+    texts = {s for s, _ in rows}
+    best = {tuple(tr.src_tokenizer.encode(s)) for s in texts}
+    targets = {tuple(tr.tgt_tokenizer.encode(t)) for _, t in rows}
     sources = [tuple(s) for batch in seen for s, _ in batch]
     assert {tr.src_tokenizer.decode(s) for s in sources} <= texts  # the same sentences
     assert sum(s not in best for s in sources) > len(sources) // 4  # mostly re-segmented

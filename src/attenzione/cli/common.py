@@ -5,7 +5,7 @@ exit status 2:
 
 * a numeric option out of range — checked where it is parsed, by the option's callback
   (:func:`at_least`, :func:`in_range`), before anything is loaded;
-* input that is not UTF-8 text (an argument, stdin, a file) — :func:`read_text_lines` names
+* input that is not UTF-8 text (an argument, stdin, a file) — :func:`read_text` names
   the file and line;
 * an output that cannot be written (missing or read-only directory, a directory where a file
   is wanted) — :func:`check_writable` runs before the work, not after an hour of it;
@@ -188,11 +188,6 @@ def check_argument_text(texts: list[str]) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             fail(f"argument {i} is not valid UTF-8 text (a byte at character {exc.start + 1})")
-
-
-def read_text_lines(stream: BinaryIO, name: str) -> list[str]:
-    """Decode ``stream`` as UTF-8 lines; a bad byte is reported as ``name:line: …``."""
-    return read_text(stream, name)[0]
 
 
 def read_text(stream: BinaryIO, name: str) -> tuple[list[str], str]:

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.config import DecodeConfig, ModelConfig
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
+from attenzione.markup import Tag, inline_pairs
 from attenzione.model import Transformer
-from attenzione.translator import PRETRAINED_DIR, Translator
+from attenzione.translator import MARKUP_TAG, PRETRAINED_DIR, Translator
 
 SENTENCES = [
     f"the {a} {n} is {v} today"
@@ -526,43 +527,74 @@ def _tiny_bytes_translator() -> Translator:
     )
 
 
+def _cut(tr: Translator, text: str) -> list[tuple[str, str, bool]]:
+    """A line's stretches as (glue, text, translated?), for lines without inline tags."""
+    stretches = tr._stretches(text)
+    assert not any(s.tags for s in stretches), stretches
+    return [(s.glue, s.text, s.readable) for s in stretches]
+
+
 def test_pictographs_and_tags_are_carried_and_the_text_around_them_translated() -> None:
     tr = _tiny_bytes_translator()
     assert all(tr.carries(c) for c in "🍕😊★✓")
     assert not any(tr.carries(c) for c in "a°€£!.-")  # letters, units, currencies, marks
     # runs of pictographs with their joiners are carried whole, with the spacing they had
     family = "👨\u200d👩\u200d👧🇮🇹"
-    assert tr._stretches(f"the cat 🍕 is here! 😊👍 {family}") == [
+    assert _cut(tr, f"the cat 🍕 is here! 😊👍 {family}") == [
         ("", "the cat", True),
         (" ", "🍕", False),
         (" ", "is here!", True),
         (" ", "😊👍", False),
         (" ", family, False),
     ]
-    assert tr._stretches("the cat😊!") == [
+    assert _cut(tr, "the cat😊!") == [
         ("", "the cat", True),
         ("", "😊", False),
         ("", "!", False),
     ]
-    assert tr._stretches("😊 😊") == [("", "😊", False), (" ", "😊", False)]
-    # markup tags are carried the same way; "a < b" is no tag
-    assert tr._stretches('see <a href="x.html">the cat</a>.<br/>') == [
+    assert _cut(tr, "😊 😊") == [("", "😊", False), (" ", "😊", False)]
+    # a lone tag, a block tag and a pair with a cut inside are carried the same way; "a < b"
+    # is no tag
+    assert _cut(tr, 'see <a href="x.html">the cat.<br/>the dog') == [
         ("", "see", True),
         (" ", '<a href="x.html">', False),
-        ("", "the cat", True),
-        ("", "</a>", False),
-        ("", ".", False),
+        ("", "the cat.", True),
         ("", "<br/>", False),
+        ("", "the dog", True),
     ]
-    assert tr._stretches("if a < b and c > d") == [("", "if a < b and c > d", True)]
+    assert _cut(tr, "<b>the cat 🍕 is</b> here") == [
+        ("", "<b>", False),
+        ("", "the cat", True),
+        (" ", "🍕", False),
+        (" ", "is", True),
+        ("", "</b>", False),
+        (" ", "here", True),
+    ]
+    # an inline pair inside a stretch is taken out of its text, kept with it
+    (inline, br) = tr._stretches('see <a href="x.html">the cat</a>.<br/>')
+    assert (inline.glue, inline.text, inline.readable) == ("", "see the cat.", True)
+    assert inline.tags == (Tag('<a href="x.html">', 3, 0, True), Tag("</a>", 9, 0, False))
+    assert br == ("", "<br/>", False, ())
+    # a pair around the whole stretch is carried around it; a pair around no text cuts
+    assert _cut(tr, "<p><b>the cat</b></p> <i></i>now") == [
+        ("", "<p>", False),
+        ("", "<b>", False),
+        ("", "the cat", True),
+        ("", "</b>", False),
+        ("", "</p>", False),
+        (" ", "<i>", False),
+        ("", "</i>", False),
+        ("", "now", True),
+    ]
+    assert _cut(tr, "if a < b and c > d") == [("", "if a < b and c > d", True)]
     # a character shown as an emoji (the keycap "1️⃣", "©️") is carried whole; "≤" and "№"
     # stay in their sentence
-    assert tr._stretches("press 1\ufe0f\u20e3 now") == [
+    assert _cut(tr, "press 1\ufe0f\u20e3 now") == [
         ("", "press", True),
         (" ", "1\ufe0f\u20e3", False),
         (" ", "now", True),
     ]
-    assert tr._stretches("x ≤ 5 in room № 2") == [("", "x ≤ 5 in room № 2", True)]
+    assert _cut(tr, "x ≤ 5 in room № 2") == [("", "x ≤ 5 in room № 2", True)]
     # the output is the translations of the stretches, in order, with the pictographs between
     first, second = tr.translate(["the cat is here", "the dog is there!"], beam=2)
     assert first and second
@@ -572,6 +604,30 @@ def test_pictographs_and_tags_are_carried_and_the_text_around_them_translated() 
     scored = tr.translate_scored(["the cat is here 😊"], beam=2, n_best=2)[0]
     assert len(scored) == 2 and all(c.text.endswith(" 😊") for c in scored)
     assert scored[0].pieces == 1 and scored[0].read == "the cat is here"
+
+
+def test_a_sentence_with_inline_tags_is_translated_whole_and_keeps_every_tag() -> None:
+    tr = _tiny_bytes_translator()
+    lines = [
+        "the <b>cat</b> is here",
+        "<i>the</i> dog is <b>there</b>!",
+        'the <a href="x"><b>red</b> cat</a> is here',
+        "THE <b>CAT</b> IS HERE",
+        "the cat <b>is</b> here 😊 the <i>dog</i>",
+    ]
+    for line, out in zip(lines, tr.translate(lines, beam=2), strict=True):
+        tags = [m.group(0) for m in MARKUP_TAG.finditer(line)]
+        got = [m.group(0) for m in MARKUP_TAG.finditer(out)]
+        assert sorted(got) == sorted(tags), (line, out)  # each once, as written
+        pairs = inline_pairs(list(enumerate(got)))
+        assert len(pairs) == len(tags) // 2, (line, out)  # nested, each opened before closed
+        # the text is the translation of the sentence without its tags
+        plain = tr.translate([MARKUP_TAG.sub("", line)], beam=2)[0]
+        assert " ".join(MARKUP_TAG.sub("", out).split()) == " ".join(plain.split()), (line, out)
+    # a stretch with tags that the model cannot read at once is cut at its tags instead
+    tr.max_src_tokens = 6
+    parts = tr._parts("the <b>cat</b> is here and the dog is there")
+    assert [p.text for p in parts][:3] == ["the", "<b>", "cat"] and not any(p.tags for p in parts)
 
 
 def test_a_line_in_capitals_is_translated_in_sentence_case_and_put_back_in_capitals() -> None:
@@ -651,6 +707,28 @@ def test_shipped_model_carries_emoji_and_tags_and_translates_text_in_capitals() 
     assert tr.translate("SHIPS RETURN TO ITALY")[0].endswith("ITALIA"), "capitals"
     bold = tr.translate("<b>Tom</b> is photogenic, but Mary isn't.")[0]
     assert bold.startswith("<b>Tom</b> ") and "fotogenic" in bold and "-t>" not in bold, bold
+
+
+@shipped
+def test_shipped_model_places_inline_tags_in_a_sentence_translated_whole() -> None:
+    # cut at its tags, "Click <b>Save</b> to keep your changes." was translated in three
+    # pieces; "The <a>new version</a>" began "L'altro <a>nuova versione</a>"
+    tr = Translator.from_pretrained()
+    save, link, kbd = tr.translate(
+        [
+            "Click <b>Save</b> to keep your changes.",
+            'The <a href="https://example.com">new version</a> is available now.',
+            "Press <kbd>Ctrl</kbd>+<kbd>S</kbd> to save the file.",
+        ]
+    )
+    assert "<b>Salva</b>" in save and save.startswith("Fa"), save
+    assert '<a href="https://example.com">nuova versione</a>' in link, link
+    assert link.startswith("La "), link
+    assert kbd.count("<kbd>") == 2 and "<kbd>Ctrl</kbd>+<kbd>S</kbd>" in kbd, kbd
+    assert MARKUP_TAG.sub("", save) == tr.translate("Click Save to keep your changes.")[0]
+    # an n-best list of a sentence with inline tags: each candidate keeps them
+    hyps = tr.translate_n_best("Click <b>Save</b> to keep your changes.", n_best=3)
+    assert hyps[0][0] == save and all(h.count("<b>") == h.count("</b>") == 1 for h, _ in hyps)
 
 
 @shipped

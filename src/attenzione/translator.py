@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -59,6 +59,15 @@ from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Coverage, Hypothesis, WholeCharacters, generate, utf8_roles
 from attenzione.lexicon import Lexicon, piece_table, words_of
+from attenzione.markup import (
+    Tag,
+    inline_pairs,
+    insert,
+    insert_tags,
+    nonspace,
+    piece_texts,
+    place,
+)
 from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
 
@@ -146,6 +155,47 @@ def _sentence_case(text: str, *, starts: bool) -> str:
     return "".join(out)
 
 
+# Inline tags stand in a translation as these private-use characters (one per tag, by its
+# index) while its numbers are repaired and its case set, then are written as they were.
+_MARK_BASE = 0xF0000
+
+
+def _mark(k: int) -> str:
+    return chr(_MARK_BASE + k)
+
+
+def _is_mark(c: str) -> bool:
+    return _MARK_BASE <= ord(c) < _MARK_BASE + 0x10000
+
+
+def _unmarked(text: str, tags: Sequence[Tag]) -> str:
+    """``text`` with each tag's mark replaced by the tag (a mark lost on the way: its tag goes
+    where the same tag stood in the source, by :func:`attenzione.markup.insert_tags`)."""
+    if all(text.count(_mark(k)) == 1 for k in range(len(tags))):
+        return "".join(tags[ord(c) - _MARK_BASE].text if _is_mark(c) else c for c in text)
+    plain = "".join(c for c in text if not _is_mark(c))
+    return insert_tags(plain, tags)
+
+
+class _Stretch(NamedTuple):
+    """A stretch of a line (:meth:`Translator._stretches`): what joined it to the one before
+    ("" or " "), its text, whether it is translated, and the inline tags taken out of it."""
+
+    glue: str
+    text: str
+    readable: bool
+    tags: tuple[Tag, ...] = ()
+
+
+def _renumbered(tags: Sequence[Tag]) -> tuple[Tag, ...]:
+    """``tags`` with their pairs numbered 0, 1, … in the order they open."""
+    number: dict[int, int] = {}
+    for t in tags:
+        if t.opens:
+            number[t.pair] = len(number)
+    return tuple(Tag(t.text, t.at, number[t.pair], t.opens) for t in tags)
+
+
 @dataclass(frozen=True)
 class _Part:
     """One stretch of an input line: ``glue`` (what joined it to the stretch before, "" or
@@ -161,6 +211,8 @@ class _Part:
     ids: list[int] | None
     continues: bool = False
     too_long: bool = False  # one word longer than the model reads, copied (ids None)
+    # inline tags taken out of the text, placed in its translation by attention
+    tags: tuple[Tag, ...] = ()
 
 
 # A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
@@ -168,6 +220,12 @@ class _Part:
 # and the model spoilt every one: "<b>Tom</b> is here" → "<b>Tom-t> è qui". The service's
 # format=html does the same with the tags it parses.
 MARKUP_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]{0,200})?/?>")
+
+# How inline tags are placed (attenzione.markup): the decoder layer whose cross-attention
+# aligns the words (its heads averaged; negative counts from the last), and whether a target
+# piece is read at the step that feeds it back (True) or at the one that predicts it.
+ALIGN_LAYER = 0
+ALIGN_SHIFT = True
 
 DIGITS = "0123456789"
 # The punctuation beam search asks a translation to carry over from its source (as many of
@@ -260,6 +318,8 @@ class Translator:
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = model.config.n_dec_layers // 2
+        # the decoder layer whose cross-attention places inline tags (attenzione.markup)
+        self.alignment_layer = ALIGN_LAYER % model.config.n_dec_layers
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
         self._counted: dict[str, int] = {}  # word -> its number of source pieces (_n_pieces)
         # the words of the training targets, sorted (None: no word check; see
@@ -440,50 +500,102 @@ class Translator:
             n = self._counted[word] = len(self.src_tokenizer.encode(normalize(word)))
         return n
 
-    def _stretches(self, text: str) -> list[tuple[str, str, bool]]:
+    def _stretches(self, text: str, *, inline: bool = True) -> list[_Stretch]:
         """``text`` (stripped) cut around what is carried, not translated: (glue, stretch,
-        translated?) in order. Carried are markup tags (:data:`MARKUP_TAG`), runs of
-        pictographs (with the joiners between them), and any stretch without a letter or
-        digit."""
-        runs: list[tuple[str, bool]] = []  # (stretch, carried)
-        i = start = 0  # start: where the text not yet cut off begins
+        translated?, inline tags) in order. Carried are markup tags (:data:`MARKUP_TAG`), runs
+        of pictographs (with the joiners between them), and any stretch without a letter or
+        digit. With ``inline``, a pair of inline tags around some words of one stretch
+        (``<b>`` … ``</b>``: :func:`attenzione.markup.inline_pairs`) does not cut it: it is
+        taken out of the text the model reads and kept with the stretch, to be placed in the
+        translation by attention (:mod:`attenzione.markup`); a pair around the whole stretch
+        is carried around it, and a pair around no text cuts."""
+        items: list[tuple[str, str]] = []  # ("tag" | "cut" | "char", text)
+        i = 0
         while i < len(text):
             tag = MARKUP_TAG.match(text, i)
             if tag:
-                j = tag.end()
+                items.append(("tag", tag.group(0)))
+                i = tag.end()
             elif self.carries(text[i]) or text[i + 1 : i + 2] in ("\ufe0f", "\u20e3"):
                 # a pictograph, or a character shown as an emoji ("©️", the keycap "1️⃣")
                 j = i + 1
                 while j < len(text) and (self.carries(text[j]) or text[j] in EMOJI_JOINERS):
                     j += 1
+                items.append(("cut", text[i:j]))
+                i = j
             else:
+                items.append(("char", text[i]))
                 i += 1
-                continue
-            if start < i:
-                runs.append((text[start:i], False))
-            runs.append((text[i:j], True))
-            i = start = j
-        if start < len(text):
-            runs.append((text[start:], False))
-        out: list[tuple[str, str, bool]] = []
+        tags = [(k, t) for k, (kind, t) in enumerate(items) if kind == "tag"]
+        pairs = inline_pairs(tags) if inline else {}
+        while True:  # a pair with a cut (or no text) inside cuts too, until none is left
+            kept = set(pairs) | set(pairs.values())
+            bad = {
+                o
+                for o, c in pairs.items()
+                if any(kind == "cut" or (kind == "tag" and k not in kept)
+                       for k, (kind, _) in enumerate(items[o + 1 : c], start=o + 1))
+                or not any(kind == "char" and not t.isspace() for kind, t in items[o + 1 : c])
+            }  # fmt: skip
+            if not bad:
+                break
+            pairs = {o: c for o, c in pairs.items() if o not in bad}
+        kept = set(pairs) | set(pairs.values())
+        pair_of = {k: n for n, o in enumerate(sorted(pairs)) for k in (o, pairs[o])}
+        runs: list[tuple[str, bool, list[Tag]]] = []  # (stretch, carried, its inline tags)
+        buf: list[str] = []
+        held: list[Tag] = []
+        for k, (kind, t) in enumerate(items):
+            if kind == "char":
+                buf.append(t)
+            elif k in kept:
+                held.append(Tag(t, nonspace("".join(buf)), pair_of[k], k in pairs))
+            else:
+                if buf or held:
+                    runs.append(("".join(buf), False, held))
+                runs.append((t, True, []))
+                buf, held = [], []
+        if buf or held:
+            runs.append(("".join(buf), False, held))
+        out: list[_Stretch] = []
         space = False  # whitespace since the last stretch kept
-        for stretch, carried in runs:
+        for stretch, carried, held in runs:
             core = stretch.strip()
+            lead: list[str] = []
+            tail: list[str] = []
+            n = nonspace(core)
+            # pairs around the whole stretch are carried around it
+            while held and held[0].opens and held[-1].pair == held[0].pair and held[0].at == 0:
+                if held[-1].at != n:
+                    break
+                lead.append(held.pop(0).text)
+                tail.insert(0, held.pop().text)
+            readable = not carried and any(c.isalnum() for c in core)
+            if held and not readable:  # tags around punctuation: carried where they stand
+                core, held = insert_tags(core, held), []
+                readable = False
             if not core:  # only whitespace, between two carried runs
                 space = True
                 continue
             glue = " " if out and (space or stretch[0].isspace()) else ""
-            out.append((glue, core, not carried and any(c.isalnum() for c in core)))
+            if lead:
+                out.append(_Stretch(glue, "".join(lead), False))
+                glue = ""
+            out.append(_Stretch(glue, core, readable, _renumbered(held)))
+            if tail:
+                out.append(_Stretch("", "".join(tail), False))
             space = stretch[-1].isspace()
         return out
 
-    def _parts(self, text: str) -> list[_Part]:
+    def _parts(self, text: str, *, inline: bool = True) -> list[_Part]:
         """The input policy for one line: the stretches between pictographs and tags (read
         in sentence case when the line is in capitals, with its ordinary words in lower case
-        when it is in title case), each cut to what the model reads at once."""
+        when it is in title case), each cut to what the model reads at once. A stretch with
+        inline tags (``inline``) that the model cannot read at once, or whose case changes
+        alter its length, is read again with its tags cutting it."""
         parts: list[_Part] = []
-        stretches = self._stretches(text.strip())
-        words = " ".join(stretch for _, stretch, readable in stretches if readable)
+        stretches = self._stretches(text.strip(), inline=inline)
+        words = " ".join(s.text for s in stretches if s.readable)
         # capitals are judged on the text to translate, not on the tags around it; a line
         # with a code ("ID: AB12CD") and no word of three letters is read as it is
         upper = _shouting(words) and (
@@ -491,7 +603,7 @@ class Translator:
         )
         title = not upper and _title_case(words)
         starts = True  # the next stretch starts a sentence
-        for glue, stretch, readable in stretches:
+        for glue, stretch, readable, tags in stretches:
             if not readable:
                 parts.append(_Part(glue, stretch, False, None))
                 continue
@@ -502,16 +614,21 @@ class Translator:
             else:
                 read = stretch
             starts = stretch.rstrip("\"')»”")[-1:] in (".", "!", "?")
-            for k, piece in enumerate(self._pieces(read)):
+            pieces = self._pieces(read)
+            if tags and (len(pieces) > 1 or not self._spells(read)):
+                return self._parts(text, inline=False)
+            for k, piece in enumerate(pieces):
                 ids = self.encode_source(piece)
                 glue_k = glue if k == 0 else " "
                 if len(ids) <= self.max_src_tokens:
                     # a stretch after a carried pictograph or tag that goes on with a sentence
                     first = next((c for c in piece if c.isalpha()), "")
                     continues = k == 0 and bool(parts) and first.islower()
-                    parts.append(_Part(glue_k, piece, upper, ids, continues))
+                    parts.append(_Part(glue_k, piece, upper, ids, continues, tags=tags))
                 else:  # one word longer than the model reads: copied as it was written
                     copy = piece.upper() if upper else piece
+                    if tags:
+                        return self._parts(text, inline=False)
                     parts.append(_Part(glue_k, copy, False, None, too_long=True))
         return parts
 
@@ -761,13 +878,50 @@ class Translator:
         return "".join(part.glue + text for part, text in parts).strip()
 
     def _written(self, part: _Part, h: Hypothesis, fix_numbers: bool) -> str:
-        """The translation of one part as the user gets it (in capitals if it was)."""
-        text = self._finish(part.text, self.tgt_tokenizer.decode(h.tokens), fix_numbers)
+        """The translation of one part as the user gets it (in capitals if it was, with its
+        inline tags placed by attention)."""
+        text = self.tgt_tokenizer.decode(h.tokens)
+        if part.tags:  # each tag stands in the text as a private-use mark until the end
+            placed = self._place_tags(part, h.tokens)
+            text = insert(text, [(at, _mark(part.tags.index(t))) for at, t in placed])
+        text = self._finish(part.text, text, fix_numbers)
         if part.upper:
-            return text.upper()
-        if part.continues and text[:1].isupper() and not text[1:2].isupper():
-            return text[:1].lower() + text[1:]  # "Sta dormendo" after "Il gatto 😊"
+            text = text.upper()
+        elif part.continues:
+            k = next((i for i, c in enumerate(text) if not _is_mark(c)), len(text))
+            if text[k : k + 1].isupper() and not text[k + 1 : k + 2].isupper():
+                text = text[:k] + text[k].lower() + text[k + 1 :]  # "Sta dormendo" after "🐱"
+        if part.tags:
+            text = _unmarked(text, part.tags)
         return text
+
+    def _spells(self, text: str) -> bool:
+        """Whether the source pieces of ``text`` write its characters (not so when the
+        tokenizer rewrites them, "…" → "...", or reads one as ``<unk>``): inline tags are
+        placed by counting characters."""
+        ids = self.src_tokenizer.encode(normalize(text))
+        pieces = [self.src_tokenizer.id_to_token(i) for i in ids]
+        written = "".join(piece_texts(pieces))
+        return nonspace(written) == nonspace(text) and "\ufffd" not in written
+
+    def _place_tags(self, part: _Part, tokens: Sequence[int]) -> list[tuple[int, Tag]]:
+        """Where ``part``'s inline tags go in its translation ``tokens``: by the cross-attention
+        of :attr:`alignment_layer`, each target piece read as it is fed back
+        (:func:`attenzione.markup.place`)."""
+        assert part.ids is not None
+        cfg = self.model.config
+        device = next(self.model.parameters()).device
+        src = torch.tensor([part.ids], dtype=torch.long, device=device)
+        tgt = torch.tensor([[cfg.bos_id, *tokens, cfg.eos_id]], dtype=torch.long, device=device)
+        with torch.inference_mode():
+            out = self.model(src, tgt, need_weights=True)
+        att = out.decoder.cross_attentions[self.alignment_layer][0].float().mean(dim=0)
+        # row j + 1 is the step that reads target piece j (ALIGN_SHIFT; row j predicts it)
+        shift = 1 if ALIGN_SHIFT else 0
+        weights = att[shift : shift + len(tokens), : len(part.ids) - 1]  # <eos> left out
+        src_pieces = [self.src_tokenizer.id_to_token(i) for i in part.ids[:-1]]
+        tgt_pieces = [self.tgt_tokenizer.id_to_token(i) for i in tokens]
+        return place(part.tags, src_pieces, tgt_pieces, weights)
 
     def _translate_lines(
         self, texts: list[str], cfg: DecodeConfig, batch_size: int, fix_numbers: bool

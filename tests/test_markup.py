@@ -1,0 +1,102 @@
+"""Inline tags placed in a translation by attention (attenzione.markup), without a model."""
+
+from __future__ import annotations
+
+import torch
+
+from attenzione.markup import Tag, inline_pairs, insert_tags, place, words
+
+
+def _render(text: str, placed: list[tuple[int, Tag]]) -> str:
+    out, pos = [], 0
+    for at, tag in placed:
+        out.append(text[pos:at] + tag.text)
+        pos = at
+    return "".join(out) + text[pos:]
+
+
+def _attending(n_tgt: int, n_src: int, links: dict[int, int]) -> torch.Tensor:
+    """(T,S) attention: target piece t on source piece links[t] (0.9), the rest spread."""
+    w = torch.full((n_tgt, n_src), 0.1 / max(n_src - 1, 1))
+    for t, s in links.items():
+        w[t, s] = 0.9
+    return w
+
+
+def test_inline_pairs_pair_nested_tags_and_leave_cutting_crossed_and_lone_ones() -> None:
+    tags = ["<b>", "<i>", "</i>", "</b>", "<br/>", "<p>", "</p>", "<a href='x'>", "</A>"]
+    assert inline_pairs(list(enumerate(tags))) == {0: 3, 1: 2, 7: 8}
+    crossed = ["<b>", "<i>", "</b>", "</i>", "<u>"]
+    assert inline_pairs(list(enumerate(crossed))) == {}
+    assert inline_pairs(list(enumerate(["</b>", "<b>"]))) == {}
+
+
+def test_words_group_pieces_with_spaces_bytes_and_punctuation() -> None:
+    pieces = ["▁Fai", "▁clic", "▁", "3", "0", ":", "▁D", "vo", "<0xC5>", "<0x99>", "ák", "."]
+    assert words(pieces) == [[0], [1], [2, 3, 4], [5], [6, 7, 8, 9, 10], [11]]
+
+
+def test_a_pair_goes_around_the_words_that_attend_to_what_it_enclosed() -> None:
+    # "Click <b>Save</b> to keep it." → "Fai clic su Salva per tenerlo."
+    src = ["▁Click", "▁Save", "▁to", "▁keep", "▁it", "."]
+    tgt = ["▁Fai", "▁clic", "▁su", "▁Salva", "▁per", "▁tener", "lo", "."]
+    tags = [Tag("<b>", 5, 0, True), Tag("</b>", 9, 0, False)]
+    w = _attending(len(tgt), len(src), {0: 0, 1: 0, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5})
+    text = "Fai clic su Salva per tenerlo."
+    assert _render(text, place(tags, src, tgt, w)) == "Fai clic su <b>Salva</b> per tenerlo."
+    # the words between the first and the last that look inside are inside too
+    w = _attending(len(tgt), len(src), {0: 0, 1: 1, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5})
+    assert _render(text, place(tags, src, tgt, w)) == "Fai <b>clic su Salva</b> per tenerlo."
+
+
+def test_pairs_stay_nested_may_swap_and_are_never_lost() -> None:
+    # "a <b>red</b> <i>car</i>" → "un'auto rossa": the pairs swap with their words
+    src = ["▁a", "▁red", "▁car"]
+    tgt = ["▁un", "'", "auto", "▁rossa"]
+    tags = [
+        Tag("<b>", 1, 0, True),
+        Tag("</b>", 4, 0, False),
+        Tag("<i>", 4, 1, True),
+        Tag("</i>", 7, 1, False),
+    ]
+    w = _attending(4, 3, {0: 0, 1: 0, 2: 2, 3: 1})
+    assert _render("un'auto rossa", place(tags, src, tgt, w)) == "un'<i>auto</i> <b>rossa</b>"
+    # "<b>big <i>red</i></b> car" with "rosso" looking outside its parent: kept inside it
+    src = ["▁big", "▁red", "▁car"]
+    tgt = ["▁auto", "▁grande", "▁rossa"]
+    tags = [
+        Tag("<b>", 0, 0, True),
+        Tag("<i>", 3, 1, True),
+        Tag("</i>", 6, 1, False),
+        Tag("</b>", 6, 0, False),
+    ]
+    w = _attending(3, 3, {0: 2, 1: 0, 2: 2})
+    out = _render("auto grande rossa", place(tags, src, tgt, w))
+    assert out == "auto <b><i>grande</i></b> rossa"
+    # two pairs side by side and one target word: the second is kept, empty
+    src = ["▁yes", "▁no"]
+    tags = [
+        Tag("<b>", 0, 0, True),
+        Tag("</b>", 3, 0, False),
+        Tag("<i>", 3, 1, True),
+        Tag("</i>", 5, 1, False),
+    ]
+    out = _render("sì", place(tags, src, ["▁sì"], _attending(1, 2, {0: 0})))
+    assert out == "<b>sì</b><i></i>"
+
+
+def test_punctuation_at_a_span_edge_stays_outside_unless_the_source_had_it_inside() -> None:
+    # "<b>Ctrl</b>: move" → "Ctrl: sposta", where ":" looks at "Ctrl"
+    src = ["▁Ctrl", ":", "▁move"]
+    tgt = ["▁Ctrl", ":", "▁sposta"]
+    w = _attending(3, 3, {0: 0, 1: 0, 2: 2})
+    tags = [Tag("<b>", 0, 0, True), Tag("</b>", 4, 0, False)]
+    assert _render("Ctrl: sposta", place(tags, src, tgt, w)) == "<b>Ctrl</b>: sposta"
+    tags = [Tag("<b>", 0, 0, True), Tag("</b>", 5, 0, False)]  # "<b>Ctrl:</b> move"
+    assert _render("Ctrl: sposta", place(tags, src, tgt, w)) == "<b>Ctrl:</b> sposta"
+
+
+def test_insert_tags_puts_tags_back_where_they_stood() -> None:
+    tags = [Tag("<b>", 0, 0, True), Tag("</b>", 1, 0, False)]
+    assert insert_tags("! ?", tags) == "<b>!</b> ?"
+    assert insert_tags("!", [Tag("<i>", 1, 0, True), Tag("</i>", 1, 0, False)]) == "!<i></i>"

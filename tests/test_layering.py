@@ -31,6 +31,7 @@ LAYERS = {
     "precision": 4,
     "data": 5,
     "model_dir": 5,
+    "markup": 5,
     "averaging": 6,
     "training": 6,
     "translator": 6,

@@ -19,7 +19,10 @@ Input policy:
   :meth:`Translator.carries`) and markup tags (``<b>``, ``</b>``: :data:`MARKUP_TAG`) are
   carried over where they stand, and the text between them is translated: the model has
   hardly seen them and turned "🍕" into invented words, "</b>" into "-t>". A stretch with no
-  letter or digit ("!" after an emoji) is kept as it is;
+  letter or digit ("!" after an emoji) is kept as it is. A pair of inline tags around some
+  words of a stretch ("Click <b>Save</b> now") does not cut it: the stretch is translated
+  whole and the pair placed around the words that attend to what it enclosed
+  (:mod:`attenzione.markup`);
 * a line written all in capitals ("WARNING: DO NOT OPEN") is translated in sentence case
   and its translation put back in capitals: the training data is hardly ever in capitals,
   and the model left such text untranslated (a line with a code and no word of three
@@ -615,7 +618,8 @@ class Translator:
                 read = stretch
             starts = stretch.rstrip("\"')»”")[-1:] in (".", "!", "?")
             pieces = self._pieces(read)
-            if tags and (len(pieces) > 1 or not self._spells(read)):
+            marked = any(_is_mark(c) for c in read)  # the input has the marks' characters
+            if tags and (len(pieces) > 1 or marked or not self._spells(read)):
                 return self._parts(text, inline=False)
             for k, piece in enumerate(pieces):
                 ids = self.encode_source(piece)

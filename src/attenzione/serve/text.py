@@ -9,8 +9,9 @@ between tags is translated, each text node on its own; the contents of ``script`
 ``code``, ``pre`` and ``textarea``, and of any element marked ``translate="no"`` or
 ``class="notranslate"``, are left untouched. Inline markup therefore splits a sentence in
 two ("Hello <b>world</b>" is translated as "Hello" and "world") — the price of never moving
-a tag; a word alignment could place tags inside a whole-sentence translation, which is future
-work.
+a tag. ``format=text`` does better: tags in plain text reach the translator, which translates
+a sentence with inline tags whole and places them by attention (:mod:`attenzione.markup`);
+doing the same here needs the parsed text nodes joined back with their tags, still to do.
 """
 
 from __future__ import annotations

@@ -100,3 +100,11 @@ def test_insert_tags_puts_tags_back_where_they_stood() -> None:
     tags = [Tag("<b>", 0, 0, True), Tag("</b>", 1, 0, False)]
     assert insert_tags("! ?", tags) == "<b>!</b> ?"
     assert insert_tags("!", [Tag("<i>", 1, 0, True), Tag("</i>", 1, 0, False)]) == "!<i></i>"
+
+
+def test_a_translation_that_starts_with_lone_spaces_is_counted_from_its_first_letter() -> None:
+    # decoding strips every leading space: "▁ ▁Salva il file" is "Salva il file"
+    tags = [Tag("<b>", 0, 0, True), Tag("</b>", 4, 0, False)]
+    w = _attending(4, 3, {0: 0, 1: 0, 2: 1, 3: 2})
+    placed = place(tags, ["▁Save", "▁the", "▁file"], ["▁", "▁Salva", "▁il", "▁file"], w)
+    assert _render("Salva il file", placed) == "<b>Salva</b> il file"

@@ -16,9 +16,10 @@ toolkits read it; see :func:`place`):
   "<i>auto</i> <b>rossa</b>"); should the words run out, a pair is kept empty, never dropped;
 * every tag comes out exactly once, as it was written.
 
-Only paired inline tags are placed so. Block and void tags (``<p>``, ``<br/>``, ``<li>``), a
-tag without its partner, and a pair around nothing still cut the text where they stand
-(:data:`CUTTING`), as does a pair around the whole sentence, which simply stays around it.
+Only paired inline tags are placed so. Block and void tags (``<p>``, ``<br/>``, ``<li>``:
+:data:`CUTTING`), a tag without its partner, a pair around no letter or digit and a tag next
+to a digit still cut the text where they stand (``Translator._stretches``); a pair around the
+whole sentence simply stays around it.
 """
 
 from __future__ import annotations
@@ -241,7 +242,8 @@ def place(
     fit(children.get(None, []), 0, len(tgt_words) - 1, 0, 0)
     # target words as character ranges of the decoded text (its leading space stripped)
     texts = piece_texts(tgt_pieces)
-    lead = len(texts[0]) - len(texts[0].lstrip(" ")) if texts else 0
+    joined = "".join(texts)
+    lead = len(joined) - len(joined.lstrip(" "))  # decoding strips every leading space
     first, last = [], []
     offset = -lead
     for word in tgt_words:

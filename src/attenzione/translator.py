@@ -538,7 +538,11 @@ class Translator:
                 for o, c in pairs.items()
                 if any(kind == "cut" or (kind == "tag" and k not in kept)
                        for k, (kind, _) in enumerate(items[o + 1 : c], start=o + 1))
-                or not any(kind == "char" and not t.isspace() for kind, t in items[o + 1 : c])
+                # around no letter or digit ("<b>…</b>"): the model would drop it
+                or not any(kind == "char" and t.isalnum() for kind, t in items[o + 1 : c])
+                # next to a digit ("<b>1</b>,000"): the number repair would read two numbers
+                or any(0 <= k < len(items) and items[k][0] == "char" and items[k][1].isdigit()
+                       for k in (o - 1, o + 1, c - 1, c + 1))
             }  # fmt: skip
             if not bad:
                 break
@@ -619,7 +623,8 @@ class Translator:
             starts = stretch.rstrip("\"')»”")[-1:] in (".", "!", "?")
             pieces = self._pieces(read)
             marked = any(_is_mark(c) for c in read)  # the input has the marks' characters
-            if tags and (len(pieces) > 1 or marked or not self._spells(read)):
+            changed = nonspace(read) != nonspace(stretch)  # "İ".lower() is two characters
+            if tags and (len(pieces) > 1 or marked or changed or not self._spells(read)):
                 return self._parts(text, inline=False)
             for k, piece in enumerate(pieces):
                 ids = self.encode_source(piece)

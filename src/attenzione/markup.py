@@ -132,12 +132,6 @@ def words(pieces: Sequence[str]) -> list[list[int]]:
     return out
 
 
-def _punctuation(pieces: Sequence[str], word: list[int]) -> bool:
-    """Whether a word (piece indices) is punctuation: no letter or digit in it."""
-    text = "".join(piece_texts([pieces[i] for i in word]))
-    return not any(c.isalnum() for c in text)
-
-
 @dataclass
 class _Span:
     pair: int
@@ -184,8 +178,10 @@ def place(
          for t_idx in tgt_words]
     ) if src_words else torch.zeros((len(tgt_words), 0))  # fmt: skip
     best = w.argmax(dim=1).tolist() if src_words else [-1] * len(tgt_words)
-    src_punct = [_punctuation(src_pieces, word) for word in src_words]
-    tgt_punct = [_punctuation(tgt_pieces, word) for word in tgt_words]
+    tgt_texts = piece_texts(tgt_pieces)
+    # punctuation: a word with no letter or digit
+    src_punct = [not any(c.isalnum() for i in word for c in texts[i]) for word in src_words]
+    tgt_punct = [not any(c.isalnum() for i in word for c in tgt_texts[i]) for word in tgt_words]
     # the source's nesting: a pair's parent is the innermost pair around it
     order = sorted(range(n_pairs), key=lambda p: (opening[p].at, -closing[p].at, p))
     parent: dict[int, int | None] = {}
@@ -241,13 +237,12 @@ def place(
 
     fit(children.get(None, []), 0, len(tgt_words) - 1, 0, 0)
     # target words as character ranges of the decoded text (its leading space stripped)
-    texts = piece_texts(tgt_pieces)
-    joined = "".join(texts)
+    joined = "".join(tgt_texts)
     lead = len(joined) - len(joined.lstrip(" "))  # decoding strips every leading space
     first, last = [], []
     offset = -lead
     for word in tgt_words:
-        text = "".join(texts[i] for i in word)
+        text = "".join(tgt_texts[i] for i in word)
         first.append(offset + len(text) - len(text.lstrip()))
         offset += len(text)
         last.append(offset - (len(text) - len(text.rstrip())))

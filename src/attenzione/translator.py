@@ -624,10 +624,12 @@ class Translator:
             pieces = self._pieces(read)
             marked = any(_is_mark(c) for c in read)  # the input has the marks' characters
             changed = nonspace(read) != nonspace(stretch)  # "İ".lower() is two characters
-            if tags and (len(pieces) > 1 or marked or changed or not self._spells(read)):
+            encoded = [self.encode_source(piece) for piece in pieces]
+            if tags and (
+                len(pieces) > 1 or marked or changed or not self._spells(read, encoded[0])
+            ):
                 return self._parts(text, inline=False)
-            for k, piece in enumerate(pieces):
-                ids = self.encode_source(piece)
+            for k, (piece, ids) in enumerate(zip(pieces, encoded, strict=True)):
                 glue_k = glue if k == 0 else " "
                 if len(ids) <= self.max_src_tokens:
                     # a stretch after a carried pictograph or tag that goes on with a sentence
@@ -904,12 +906,11 @@ class Translator:
             text = _unmarked(text, part.tags)
         return text
 
-    def _spells(self, text: str) -> bool:
-        """Whether the source pieces of ``text`` write its characters (not so when the
-        tokenizer rewrites them, "…" → "...", or reads one as ``<unk>``): inline tags are
-        placed by counting characters."""
-        ids = self.src_tokenizer.encode(normalize(text))
-        pieces = [self.src_tokenizer.id_to_token(i) for i in ids]
+    def _spells(self, text: str, ids: Sequence[int]) -> bool:
+        """Whether ``text``'s source ``ids`` (:meth:`encode_source`) write its characters (not
+        so when the tokenizer rewrites them, "…" → "...", or reads one as ``<unk>``): inline
+        tags are placed by counting characters."""
+        pieces = [self.src_tokenizer.id_to_token(i) for i in ids[:-1]]
         written = "".join(piece_texts(pieces))
         return nonspace(written) == nonspace(text) and "\ufffd" not in written
 

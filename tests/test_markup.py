@@ -44,8 +44,8 @@ def test_a_pair_goes_around_the_words_that_attend_to_what_it_enclosed() -> None:
     w = _attending(len(tgt), len(src), {0: 0, 1: 0, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5})
     text = "Fai clic su Salva per tenerlo."
     assert _render(text, place(tags, src, tgt, w)) == "Fai clic su <b>Salva</b> per tenerlo."
-    # the words between the first and the last that look inside are inside too
-    w = _attending(len(tgt), len(src), {0: 0, 1: 1, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5})
+    # the words between the first and the last that look inside (or at punctuation) are in
+    w = _attending(len(tgt), len(src), {0: 0, 1: 1, 2: 5, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5})
     assert _render(text, place(tags, src, tgt, w)) == "Fai <b>clic su Salva</b> per tenerlo."
 
 
@@ -108,3 +108,42 @@ def test_a_translation_that_starts_with_lone_spaces_is_counted_from_its_first_le
     w = _attending(4, 3, {0: 0, 1: 0, 2: 1, 3: 2})
     placed = place(tags, ["▁Save", "▁the", "▁file"], ["▁", "▁Salva", "▁il", "▁file"], w)
     assert _render("Salva il file", placed) == "<b>Salva</b> il file"
+
+
+def test_a_pair_does_not_reach_across_a_word_that_looks_outside_it() -> None:
+    # "Tom is <b>here</b>." → "Tom è qui.": "Tom" strays to "here", "è" looks at "is"
+    src = ["▁Tom", "▁is", "▁here", "."]
+    tgt = ["▁Tom", "▁è", "▁qui", "."]
+    tags = [Tag("<b>", 5, 0, True), Tag("</b>", 9, 0, False)]
+    w = torch.tensor(
+        [[0.4, 0.0, 0.5, 0.1], [0.0, 0.9, 0.1, 0.0], [0.0, 0.0, 0.9, 0.1], [0.0, 0.0, 0.1, 0.9]]
+    )
+    assert _render("Tom è qui.", place(tags, src, tgt, w)) == "Tom è <b>qui</b>."
+    # without the break it was "<b>Tom è qui</b>."; "Tom" alone is the lighter block
+
+
+def test_a_short_first_word_no_inside_word_attends_from_most_is_left_out() -> None:
+    # "Use the <b>context menu</b>" → "Usa il menu contestuale": "il" looks at "context"
+    # (inside), but "context" and "menu" attend from "contestuale" and "menu" most
+    src = ["▁Use", "▁the", "▁context", "▁menu"]
+    tgt = ["▁Usa", "▁il", "▁menu", "▁contestuale"]
+    tags = [Tag("<b>", 6, 0, True), Tag("</b>", 17, 0, False)]
+    w = torch.tensor(
+        [[0.9, 0.1, 0.0, 0.0], [0.0, 0.3, 0.4, 0.3], [0.0, 0.0, 0.1, 0.9], [0.0, 0.0, 0.9, 0.1]]
+    )
+    out = _render("Usa il menu contestuale", place(tags, src, tgt, w))
+    assert out == "Usa il <b>menu contestuale</b>"
+    # a long first word stays ("comportamenti" is no article)
+    tgt = ["▁Usa", "▁comportamenti", "▁menu", "▁contestuale"]
+    out = _render("Usa comportamenti menu contestuale", place(tags, src, tgt, w))
+    assert out == "Usa <b>comportamenti menu contestuale</b>"
+
+
+def test_a_pair_no_word_looks_into_goes_around_a_word_not_punctuation() -> None:
+    src = ["▁Tom", "▁is", "▁here", "."]
+    tgt = ["▁Tom", "▁è", "▁qui", "."]
+    tags = [Tag("<b>", 3, 0, True), Tag("</b>", 5, 0, False)]  # around "is"
+    w = torch.tensor(
+        [[0.9, 0.0, 0.1, 0.0], [0.0, 0.2, 0.8, 0.0], [0.0, 0.1, 0.9, 0.0], [0.0, 0.4, 0.0, 0.6]]
+    )
+    assert _render("Tom è qui.", place(tags, src, tgt, w)) == "Tom <b>è</b> qui."

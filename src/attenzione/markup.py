@@ -9,8 +9,10 @@ layer :attr:`attenzione.translator.Translator.attention_layer`, read the way ali
 toolkits read it; see :func:`place`):
 
 * a pair (``<b>`` … ``</b>``) is placed around the target words whose likeliest source word
-  (by attention) lies inside it, from the first to the last of them; when no target word
-  looks there, around the one word that attends to it most;
+  (by attention) lies inside it, from the first to the last of them, but not across a word
+  that looks at a word outside it ("Tom è <b>qui</b>", not "<b>Tom è qui</b>"); a short
+  first word that no word inside attends from most (an article) is left out of it; when no
+  target word looks inside, the pair goes around the one word that attends to it most;
 * pairs are kept nested as they were: a pair inside another stays inside it, pairs side by
   side do not overlap (they may swap order, as words do: "<b>red</b> <i>car</i>" →
   "<i>auto</i> <b>rossa</b>"); should the words run out, a pair is kept empty, never dropped;
@@ -45,6 +47,10 @@ CUTTING = frozenset({
     "wbr",
 })  # fmt: skip
 
+# A pair's first word is dropped while it is a short word (at most this many characters: an
+# article, a preposition: "il <b>menu</b>", not "<b>il menu</b>") that no word inside the pair
+# attends from most.
+SHORT_WORD = 5
 _NAME = re.compile(r"</?([A-Za-z][\w:-]*)")
 
 
@@ -199,6 +205,13 @@ def place(
         children.setdefault(parent[p], []).append(p)
     spans: dict[int, _Span] = {}
 
+    def word_text(t: int) -> str:
+        return "".join(tgt_texts[i] for i in tgt_words[t]).strip()
+
+    def breaks(t: int, p: int) -> bool:
+        # a word that looks at a word outside the pair (not at punctuation) ends a block
+        return best[t] not in inside[p] and not src_punct[best[t]]
+
     def fit(kids: list[int], lo: int, hi: int, depth: int, root: int) -> None:
         taken = [False] * len(tgt_words)
         # the pair with most words first, then in source order
@@ -211,7 +224,7 @@ def place(
                 continue
             runs: list[list[int]] = [[free[0]]]
             for t in free[1:]:
-                if t == runs[-1][-1] + 1:
+                if t == runs[-1][-1] + 1 and not breaks(t, p):
                     runs[-1].append(t)
                 else:
                     runs.append([t])
@@ -223,13 +236,17 @@ def place(
                     key=lambda k: (len(aligned[k]), float(mass[aligned[k]].sum())),
                 )
                 a, b = aligned[k][0], aligned[k][-1]
+                # the target word each inside source word attends from most anchors the pair
+                anchors = {int(w[a : b + 1, s].argmax()) + a for s in inside[p]}
+                while a < b and a not in anchors and len(word_text(a)) <= SHORT_WORD:
+                    a += 1
                 # punctuation at its edges only when the source had it there ("<b>Ctrl</b>:")
                 while a < b and tgt_punct[a] and not src_punct[inside[p][0]]:
                     a += 1
                 while b > a and tgt_punct[b] and not src_punct[inside[p][-1]]:
                     b -= 1
-            else:
-                a = b = max(free, key=lambda t: float(mass[t]))
+            else:  # the word that looks inside most (punctuation only when nothing else)
+                a = b = max(free, key=lambda t: (not tgt_punct[t], float(mass[t])))
             spans[p] = _Span(p, depth, a, b, depth)
             for t in range(a, b + 1):
                 taken[t] = True

@@ -265,6 +265,22 @@ def test_html_keeps_markup(server: Server) -> None:
         assert tag in out
     assert "<code>rm -rf /</code>" in out and '<p translate="no">Keep me.</p>' in out
     assert "gatto" in out and "sofa" not in out
+    # a sentence with inline tags is translated whole, its tags placed in it
+    status, body = post(
+        server.url + "/translate",
+        {
+            "q": "<p>Click <b>Save</b> to keep your changes.</p>",
+            "source": "en",
+            "target": "it",
+            "format": "html",
+            "scores": True,
+        },
+    )
+    out = body["translatedText"]
+    assert status == 200 and out.startswith("<p>Fa") and out.endswith("</p>"), out
+    assert "<b>Salva</b>" in out and out.count("<b>") == out.count("</b>") == 1, out
+    (sentence,) = body["scores"]["sentences"]  # one sentence, not three pieces
+    assert sentence["source"] == "Click <b>Save</b> to keep your changes.", sentence
 
 
 # ---------------------------------------------------------------------- load

@@ -91,6 +91,47 @@ def test_html_translates_text_and_keeps_every_tag() -> None:
     )
 
 
+def test_html_sends_a_sentence_with_its_inline_tags_and_escapes_only_its_text() -> None:
+    markup = (
+        '<p>Click <b>Save</b> &amp; <a href="x.html?a=1&amp;b=2">go on</a>. Then <i>rest.</i>'
+        "</p><p>5 &lt; 6 and <b>x</b> is <em>big</em></p>"
+        '<p>See <a title="a > b">this</a> now.<br/>Done <u>here</u></p>'
+    )
+    plan = plan_html(markup)
+    sentences = [p for p in plan if p.sentence]
+    link = '<a href="x.html?a=1&amp;b=2">'
+    assert [(p.text, p.tags) for p in sentences[:2]] == [
+        (f"Click <b>Save</b> & {link}go on</a>.", ("<b>", "</b>", link, "</a>")),
+        ("Then <i>rest.</i>", ("<i>", "</i>")),  # a tag's "." or "?" ends no sentence
+    ]
+    # text with a "<" goes node by node: no text is ever taken for a tag; so does a tag the
+    # translator would not read as one (a ">" in an attribute); a <br/> cuts
+    assert [p.text for p in sentences[2:]] == ["5 < 6 and", "x", "is", "big", "See", "this",
+                                               "now.", "Done <u>here</u>"]  # fmt: skip
+    assert sentences[-1].tags == ("<u>", "</u>")
+    out = assemble(
+        plan,
+        [
+            f"Fai clic su <b>Salva</b> & {link}continua</a>.",
+            "Poi <i>riposa.</i>",
+            "5 < 6 e",
+            "x",
+            "è",
+            "grande",
+            "Vedi",
+            "questo",
+            "ora.",
+            "Fatto <u>qui</u> <b>",  # a "<b>" the model wrote itself is text
+        ],
+        escape=True,
+    )
+    assert out == (
+        f"<p>Fai clic su <b>Salva</b> &amp; {link}continua</a>. Poi <i>riposa.</i></p>"
+        "<p>5 &lt; 6 e <b>x</b> è <em>grande</em></p>"
+        '<p>Vedi <a title="a > b">questo</a> ora.<br/>Fatto <u>qui</u> &lt;b&gt;</p>'
+    )
+
+
 # ---------------------------------------------------------------------- alignment
 def test_word_alignment_groups_pieces_into_words() -> None:
     src = ["\u2581The", "\u2581cat", "\u2581sleep", "s", ".", "<eos>"]

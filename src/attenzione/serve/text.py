@@ -7,20 +7,26 @@ back between the whitespace that surrounded it, so line breaks and paragraphs su
 For ``format=html`` (what Mastodon sends) the markup is kept as it was and only the text
 between tags is translated, each text node on its own; the contents of ``script``, ``style``,
 ``code``, ``pre`` and ``textarea``, and of any element marked ``translate="no"`` or
-``class="notranslate"``, are left untouched. Inline markup therefore splits a sentence in
-two ("Hello <b>world</b>" is translated as "Hello" and "world") — the price of never moving
-a tag. ``format=text`` does better: tags in plain text reach the translator, which translates
-a sentence with inline tags whole and places them by attention (:mod:`attenzione.markup`);
-doing the same here needs the parsed text nodes joined back with their tags, still to do.
+``class="notranslate"``, are left untouched. Inline elements (``<b>``, ``<a href>``,
+``<span>``: any but HTML's block and void ones, :data:`attenzione.markup.CUTTING`, and those
+left untouched) do not cut the text: the text nodes between block tags are joined back with
+their inline tags, cut into sentences, and each sentence reaches the translator with its tags,
+which it translates whole and places by attention (:mod:`attenzione.markup`): "Hello
+<b>world</b>!" is one sentence. Its translation is escaped again except for those tags. Text
+holding a "<" (written ``&lt;``) keeps the old way, each text node on its own, so that no text
+is ever taken for a tag.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from attenzione.data.sentences import split_sentences
+from attenzione.markup import CUTTING
+from attenzione.translator import MARKUP_TAG
 
 _RAW = {"script", "style", "code", "pre", "textarea"}
 _VOID = {
@@ -31,10 +37,21 @@ _VOID = {
 
 @dataclass
 class Piece:
-    """A run of the output: kept as it is (``sentence`` False) or a sentence to translate."""
+    """A run of the output: kept as it is (``sentence`` False) or a sentence to translate,
+    with the inline ``tags`` written in it (kept unescaped in its translation)."""
 
     text: str
     sentence: bool = False
+    tags: tuple[str, ...] = ()
+
+
+# Inline tags stand in the joined text as these private-use characters while it is cut into
+# sentences (a tag's "." or "?" must not end one).
+_HOLD = 0xF0000
+
+
+def _held(c: str) -> bool:
+    return _HOLD <= ord(c) < _HOLD + 0x10000
 
 
 def plan_text(text: str, language: str = "en") -> list[Piece]:
@@ -61,28 +78,48 @@ class _Splitter(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.language = language
         self.pieces: list[Piece] = []
-        self.stack: list[tuple[str, bool]] = []  # (tag, translatable inside)
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, translatable inside, inline)
+        self.flow: list[tuple[str, bool]] = []  # text and inline tags (True) not yet planned
 
     def _translatable(self) -> bool:
         return not self.stack or self.stack[-1][1]
 
+    def _cut(self, piece: Piece) -> None:
+        """A piece that ends the text flowing before it."""
+        self.flush()
+        self.pieces.append(piece)
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.pieces.append(Piece(self.get_starttag_text() or ""))
-        if tag in _VOID:
-            return
+        text = self.get_starttag_text() or ""
         values = dict(attrs)
         off = (
             tag in _RAW
             or (values.get("translate") or "").lower() == "no"
             or "notranslate" in (values.get("class") or "").split()
         )
-        self.stack.append((tag, self._translatable() and not off))
+        inline = (
+            self._translatable()
+            and not off
+            and tag not in _VOID
+            and tag not in CUTTING
+            and MARKUP_TAG.fullmatch(text) is not None  # the translator must read it as a tag
+        )
+        if inline:
+            self.flow.append((text, True))
+        else:
+            self._cut(Piece(text))
+        if tag not in _VOID:
+            self.stack.append((tag, self._translatable() and not off, inline))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.pieces.append(Piece(self.get_starttag_text() or ""))
+        self._cut(Piece(self.get_starttag_text() or ""))
 
     def handle_endtag(self, tag: str) -> None:
-        self.pieces.append(Piece(f"</{tag}>"))
+        inline = bool(self.stack) and self.stack[-1][0] == tag and self.stack[-1][2]
+        if inline:
+            self.flow.append((f"</{tag}>", True))
+        else:
+            self._cut(Piece(f"</{tag}>"))
         for i in range(len(self.stack) - 1, -1, -1):  # tolerate unclosed inner tags
             if self.stack[i][0] == tag:
                 del self.stack[i:]
@@ -91,22 +128,73 @@ class _Splitter(HTMLParser):
     def handle_data(self, data: str) -> None:
         if not self._translatable() or (self.stack and self.stack[-1][0] in _RAW):
             raw = self.stack and self.stack[-1][0] in ("script", "style")
-            self.pieces.append(Piece(data if raw else html.escape(data, quote=False)))
+            self._cut(Piece(data if raw else html.escape(data, quote=False)))
             return
-        for p in plan_text(data, self.language):
-            self.pieces.append(p if p.sentence else Piece(html.escape(p.text, quote=False)))
+        self.flow.append((data, False))
+
+    def flush(self) -> None:
+        """Plan the text flowed since the last cut: joined with its inline tags when it has
+        some and no text of it could be taken for a tag, each text node alone otherwise."""
+        flow, self.flow = self.flow, []
+        tags = [t for t, is_tag in flow if is_tag]
+        texts = [t for t, is_tag in flow if not is_tag]
+        alone = not tags or any("<" in t or any(_held(c) for c in t) for t in texts)
+        if alone:  # no tags in it, or text that could be read as one: node by node
+            for t, is_tag in flow:
+                if is_tag:
+                    self.pieces.append(Piece(t))
+                    continue
+                for p in plan_text(t, self.language):
+                    self.pieces.append(p if p.sentence else Piece(html.escape(p.text, quote=False)))
+            return
+        # each tag stands in the text as one character while it is cut into sentences (the
+        # same tag twice, "<b>", as the same character: it comes back as it was written)
+        held = "".join(chr(_HOLD + tags.index(t)) if is_tag else t for t, is_tag in flow)
+        moved: list[Piece] = []
+        for p in plan_text(held, self.language):  # closing tags right after a sentence go with it
+            n = 0
+            while n < len(p.text) and _held(p.text[n]) and tags[ord(p.text[n]) - _HOLD][1] == "/":
+                n += 1
+            if not (n and moved and moved[-1].sentence):
+                moved.append(p)
+                continue
+            moved[-1] = Piece(moved[-1].text + p.text[:n], sentence=True)
+            rest = p.text[n:]
+            core = rest.lstrip()
+            if len(core) < len(rest):
+                moved.append(Piece(rest[: len(rest) - len(core)]))
+            if core:
+                moved.append(Piece(core, sentence=p.sentence))
+        for p in moved:
+            used = tuple(tags[ord(c) - _HOLD] for c in p.text if _held(c))
+            text = "".join(tags[ord(c) - _HOLD] if _held(c) else c for c in p.text)
+            if p.sentence:
+                self.pieces.append(Piece(text, sentence=True, tags=used))
+            else:
+                self.pieces.append(Piece(_escaped(text, used)))
 
     def handle_comment(self, data: str) -> None:
-        self.pieces.append(Piece(f"<!--{data}-->"))
+        self._cut(Piece(f"<!--{data}-->"))
 
     def handle_decl(self, decl: str) -> None:
-        self.pieces.append(Piece(f"<!{decl}>"))
+        self._cut(Piece(f"<!{decl}>"))
 
     def handle_pi(self, data: str) -> None:
-        self.pieces.append(Piece(f"<?{data}>"))
+        self._cut(Piece(f"<?{data}>"))
 
     def unknown_decl(self, data: str) -> None:
-        self.pieces.append(Piece(f"<![{data}]>"))
+        self._cut(Piece(f"<![{data}]>"))
+
+
+def _escaped(text: str, tags: tuple[str, ...]) -> str:
+    """``text`` escaped for HTML but for the ``tags`` in it, written as they are."""
+    if not tags:
+        return html.escape(text, quote=False)
+    pattern = "(" + "|".join(re.escape(t) for t in sorted(set(tags), key=len, reverse=True)) + ")"
+    return "".join(
+        part if k % 2 else html.escape(part, quote=False)
+        for k, part in enumerate(re.split(pattern, text))
+    )
 
 
 def plan_html(markup: str, language: str = "en") -> list[Piece]:
@@ -114,6 +202,7 @@ def plan_html(markup: str, language: str = "en") -> list[Piece]:
     parser = _Splitter(language)
     parser.feed(markup)
     parser.close()
+    parser.flush()
     return parser.pieces
 
 
@@ -124,7 +213,7 @@ def assemble(pieces: list[Piece], translations: list[str], *, escape: bool = Fal
     for p in pieces:
         if p.sentence:
             t = next(it)
-            out.append(html.escape(t, quote=False) if escape else t)
+            out.append(_escaped(t, p.tags) if escape else t)
         else:
             out.append(p.text)
     return "".join(out)

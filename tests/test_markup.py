@@ -147,3 +147,12 @@ def test_a_pair_no_word_looks_into_goes_around_a_word_not_punctuation() -> None:
         [[0.9, 0.0, 0.1, 0.0], [0.0, 0.2, 0.8, 0.0], [0.0, 0.1, 0.9, 0.0], [0.0, 0.4, 0.0, 0.6]]
     )
     assert _render("Tom è qui.", place(tags, src, tgt, w)) == "Tom <b>è</b> qui."
+
+
+def test_a_pair_around_a_word_whose_only_look_comes_from_punctuation_goes_around_a_word() -> None:
+    # "x <b>yes</b> done" → "x , sì fatto" where only "," looks at "yes"
+    src = ["▁x", "▁yes", "▁done"]
+    tgt = ["▁x", "▁,", "▁sì", "▁fatto"]
+    tags = [Tag("<b>", 1, 0, True), Tag("</b>", 4, 0, False)]
+    w = torch.tensor([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.5, 0.4, 0.1], [0.0, 0.1, 0.9]])
+    assert _render("x , sì fatto", place(tags, src, tgt, w)) == "x , <b>sì</b> fatto"

@@ -132,6 +132,14 @@ def test_html_sends_a_sentence_with_its_inline_tags_and_escapes_only_its_text() 
     )
 
 
+def test_html_writes_each_input_tag_as_markup_only_as_often_as_it_came() -> None:
+    plan = plan_html('<p>Hello <a href="x">world</a> now</p>')
+    (sentence,) = [p for p in plan if p.sentence]
+    out = assemble(plan, ['Ciao <a href="x">mondo</a> <a href="x">ora</a></a>'], escape=True)
+    assert out == '<p>Ciao <a href="x">mondo</a> &lt;a href="x"&gt;ora&lt;/a&gt;&lt;/a&gt;</p>'
+    assert sentence.tags == ('<a href="x">', "</a>")
+
+
 # ---------------------------------------------------------------------- alignment
 def test_word_alignment_groups_pieces_into_words() -> None:
     src = ["\u2581The", "\u2581cat", "\u2581sleep", "s", ".", "<eos>"]

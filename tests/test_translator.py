@@ -574,6 +574,10 @@ def test_pictographs_and_tags_are_carried_and_the_text_around_them_translated() 
     # digit (the number repair would read "1" and ",000" as two numbers)
     assert _cut(tr, "he said <b>…</b> nothing")[1:3] == [(" ", "<b>", False), ("", "…", False)]
     assert _cut(tr, "<b>1</b>,000 cats")[:2] == [("", "<b>", False), ("", "1", True)]
+    # and one between two letters: taken out, "<a>Home</a><a>About</a>" would read "HomeAbout"
+    assert [s.text for s in tr._stretches("<a>the cat</a><a>the dog</a> is here")] == [
+        "<a>", "the cat", "</a>", "<a>", "the dog", "</a>", "is here"
+    ]  # fmt: skip
     # an inline pair inside a stretch is taken out of its text, kept with it
     (inline, br) = tr._stretches('see <a href="x.html">the cat</a>.<br/>')
     assert (inline.glue, inline.text, inline.readable) == ("", "see the cat.", True)

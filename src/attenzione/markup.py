@@ -38,13 +38,15 @@ from attenzione.data.tokenizers import WORD_START, is_byte_piece
 # elements, and those whose content is not prose); any other tag with its partner in the same
 # stretch is inline.
 CUTTING = frozenset({
-    "address", "area", "article", "aside", "base", "blockquote", "body", "br", "caption",
-    "col", "dd", "details", "dialog", "div", "dl", "dt", "embed", "fieldset", "figcaption",
-    "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr",
-    "html", "iframe", "img", "input", "li", "link", "main", "meta", "nav", "ol", "option",
-    "p", "param", "pre", "script", "section", "select", "source", "style", "summary",
-    "table", "tbody", "td", "textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul",
-    "wbr",
+    "address", "area", "article", "aside", "audio", "base", "blockquote", "body", "br",
+    "button", "canvas", "caption", "center", "col", "datalist", "dd", "details", "dialog",
+    "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure", "footer", "form", "h1",
+    "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "iframe", "img",
+    "input", "legend", "li", "link", "main", "map", "math", "menu", "meta", "nav",
+    "noscript", "object", "ol", "optgroup", "option", "p", "param", "pre", "rp", "rt",
+    "script", "search", "section", "select", "source", "style", "summary", "svg", "table",
+    "tbody", "td", "template", "textarea", "tfoot", "th", "thead", "title", "tr", "track",
+    "ul", "video", "wbr",
 })  # fmt: skip
 
 # A pair's first word is dropped while it is a short word (at most this many characters: an
@@ -245,7 +247,9 @@ def place(
                     a += 1
                 while b > a and tgt_punct[b] and not src_punct[inside[p][-1]]:
                     b -= 1
-            else:  # the word that looks inside most (punctuation only when nothing else)
+            if not any(aligned) or (
+                a == b and tgt_punct[a] and not all(src_punct[s] for s in inside[p])
+            ):  # the word that looks inside most (punctuation only when nothing else)
                 a = b = max(free, key=lambda t: (not tgt_punct[t], float(mass[t])))
             spans[p] = _Span(p, depth, a, b, depth)
             for t in range(a, b + 1):

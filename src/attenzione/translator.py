@@ -531,6 +531,22 @@ class Translator:
                 i += 1
         tags = [(k, t) for k, (kind, t) in enumerate(items) if kind == "tag"]
         pairs = inline_pairs(tags) if inline else {}
+
+        def joins(k: int) -> bool:
+            """Whether the run of tags around item ``k`` stands between two letters or digits."""
+            a, b = k, k
+            while a >= 0 and items[a][0] == "tag":
+                a -= 1
+            while b < len(items) and items[b][0] == "tag":
+                b += 1
+            return (
+                a >= 0
+                and b < len(items)
+                and items[a][0] == items[b][0] == "char"
+                and items[a][1].isalnum()
+                and items[b][1].isalnum()
+            )
+
         while True:  # a pair with a cut (or no text) inside cuts too, until none is left
             kept = set(pairs) | set(pairs.values())
             bad = {
@@ -543,6 +559,9 @@ class Translator:
                 # next to a digit ("<b>1</b>,000"): the number repair would read two numbers
                 or any(0 <= k < len(items) and items[k][0] == "char" and items[k][1].isdigit()
                        for k in (o - 1, o + 1, c - 1, c + 1))
+                # between two letters ("<a>Home</a><a>About</a>"): taken out, the tags would
+                # glue two words into one
+                or joins(o) or joins(c)
             }  # fmt: skip
             if not bad:
                 break

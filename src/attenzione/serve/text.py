@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -187,14 +188,20 @@ class _Splitter(HTMLParser):
 
 
 def _escaped(text: str, tags: tuple[str, ...]) -> str:
-    """``text`` escaped for HTML but for the ``tags`` in it, written as they are."""
+    """``text`` escaped for HTML but for the ``tags`` in it, written as they are: each as many
+    times as the input had it (a copy the model wrote itself is escaped as text)."""
     if not tags:
         return html.escape(text, quote=False)
-    pattern = "(" + "|".join(re.escape(t) for t in sorted(set(tags), key=len, reverse=True)) + ")"
-    return "".join(
-        part if k % 2 else html.escape(part, quote=False)
-        for k, part in enumerate(re.split(pattern, text))
-    )
+    left = Counter(tags)
+    pattern = "(" + "|".join(re.escape(t) for t in sorted(left, key=len, reverse=True)) + ")"
+    out = []
+    for k, part in enumerate(re.split(pattern, text)):
+        if k % 2 and left[part] > 0:
+            left[part] -= 1
+            out.append(part)
+        else:
+            out.append(html.escape(part, quote=False))
+    return "".join(out)
 
 
 def plan_html(markup: str, language: str = "en") -> list[Piece]:

@@ -140,6 +140,26 @@ def test_html_writes_each_input_tag_as_markup_only_as_often_as_it_came() -> None
     assert sentence.tags == ('<a href="x">', "</a>")
 
 
+def test_html_keeps_a_link_that_spells_its_address_as_it_is() -> None:
+    # as Mastodon writes a URL, an @mention and a #hashtag; a link with words is translated
+    url = (
+        '<a href="https://example.com/some/long/path"><span class="invisible">https://</span>'
+        '<span class="ellipsis">example.com/some/lo</span><span class="invisible">ng/path'
+        "</span></a>"
+    )
+    mention = '<a href="https://m.social/@alice" class="u-url mention">@<span>alice</span></a>'
+    tag = '<a href="https://mastodon.social/tags/ai" class="mention hashtag">#<span>AI</span></a>'
+    markup = f"<p>Out now! {url} Thanks {mention}. {tag} Read <a href='/docs'>the docs</a>.</p>"
+    plan = plan_html(markup)
+    sentences = [p.text for p in plan if p.sentence]
+    assert sentences == ["Out now!", "Thanks", ".", "Read <a href='/docs'>the docs</a>."]
+    out = assemble(plan, ["Uscito!", "Grazie", ".", "Leggi <a href='/docs'>i documenti</a>."],
+                   escape=True)  # fmt: skip
+    assert out == (
+        f"<p>Uscito! {url} Grazie {mention}. {tag} Leggi <a href='/docs'>i documenti</a>.</p>"
+    )
+
+
 # ---------------------------------------------------------------------- alignment
 def test_word_alignment_groups_pieces_into_words() -> None:
     src = ["\u2581The", "\u2581cat", "\u2581sleep", "s", ".", "<eos>"]

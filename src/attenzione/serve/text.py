@@ -14,7 +14,8 @@ their inline tags, cut into sentences, and each sentence reaches the translator 
 which it translates whole and places by attention (:mod:`attenzione.markup`): "Hello
 <b>world</b>!" is one sentence. Its translation is escaped again except for those tags. Text
 holding a "<" (written ``&lt;``) keeps the old way, each text node on its own, so that no text
-is ever taken for a tag.
+is ever taken for a tag. A link whose text spells its address (a URL, an @mention, a #hashtag,
+as Mastodon writes them) is kept as it is.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class _Splitter(HTMLParser):
         self.pieces: list[Piece] = []
         self.stack: list[tuple[str, bool, bool]] = []  # (tag, translatable inside, inline)
         self.flow: list[tuple[str, bool]] = []  # text and inline tags (True) not yet planned
+        self.hrefs: dict[int, str] = {}  # the address of each link opened in the flow, by index
 
     def _translatable(self) -> bool:
         return not self.stack or self.stack[-1][1]
@@ -106,6 +108,8 @@ class _Splitter(HTMLParser):
             and MARKUP_TAG.fullmatch(text) is not None  # the translator must read it as a tag
         )
         if inline:
+            if tag == "a" and values.get("href"):
+                self.hrefs[len(self.flow)] = values["href"] or ""
             self.flow.append((text, True))
         else:
             self._cut(Piece(text))
@@ -134,9 +138,20 @@ class _Splitter(HTMLParser):
         self.flow.append((data, False))
 
     def flush(self) -> None:
-        """Plan the text flowed since the last cut: joined with its inline tags when it has
-        some and no text of it could be taken for a tag, each text node alone otherwise."""
-        flow, self.flow = self.flow, []
+        """Plan the text flowed since the last cut, but for the links that spell their own
+        address, kept as they are (:func:`_literal_links`)."""
+        flow, hrefs, self.flow, self.hrefs = self.flow, self.hrefs, [], {}
+        kept = _literal_links(flow, hrefs)
+        start = 0
+        for a, b in [*kept, (len(flow), len(flow))]:
+            self._plan(flow[start:a])
+            for t, is_tag in flow[a:b]:
+                self.pieces.append(Piece(t if is_tag else html.escape(t, quote=False)))
+            start = b
+
+    def _plan(self, flow: list[tuple[str, bool]]) -> None:
+        """Plan a flow of text and inline tags: joined with its tags when it has some and no
+        text of it could be taken for a tag, each text node alone otherwise."""
         tags = [t for t, is_tag in flow if is_tag]
         texts = [t for t, is_tag in flow if not is_tag]
         alone = not tags or any("<" in t or any(_held(c) for c in t) for t in texts)
@@ -185,6 +200,29 @@ class _Splitter(HTMLParser):
 
     def unknown_decl(self, data: str) -> None:
         self._cut(Piece(f"<![{data}]>"))
+
+
+def _address(text: str) -> str:
+    """A link's address or text as compared: lower case, without its scheme, "www." and the
+    marks around it ("@alice", "#tag", "example.com/…")."""
+    text = re.sub(r"^[a-z][a-z0-9+.-]*://", "", text.strip().lower())
+    return text.removeprefix("www.").strip("@#/…. ")
+
+
+def _literal_links(flow: list[tuple[str, bool]], hrefs: dict[int, str]) -> list[tuple[int, int]]:
+    """The (start, end) flow indices of each link whose text spells its address: a URL, an
+    @mention, a #hashtag, as Mastodon writes them ("<a href="https://example.com/a/long/path">
+    <span class="invisible">https://</span><span class="ellipsis">example.com/a/lo</span>…").
+    Translated, "example.com/some/lo" came back as "esempio.com/alcune/uno"."""
+    out: list[tuple[int, int]] = []
+    for start, href in sorted(hrefs.items()):
+        end = next((k for k in range(start + 1, len(flow)) if flow[k] == ("</a>", True)), None)
+        if end is None or (out and start < out[-1][1]):
+            continue
+        text = _address("".join(t for t, is_tag in flow[start:end] if not is_tag))
+        if text and text in _address(href):
+            out.append((start, end + 1))
+    return out
 
 
 def _escaped(text: str, tags: tuple[str, ...]) -> str:

@@ -72,6 +72,20 @@ def test_each_filter_can_be_switched_off(name: str) -> None:
     assert len(kept) == 2, report.summary()
 
 
+def test_the_untranslated_filter_reads_the_languages_it_is_given() -> None:
+    """An Italian→English corpus: with its languages named, the filter keeps its translated
+    pairs and drops a target still in Italian; read as English→Italian it would drop every
+    good pair (each English target "reads as the source language")."""
+    good = (GOOD[1], GOOD[0])
+    left = ("Salva il file", "Salva il file con il nome del progetto")
+    kept, report = clean_corpus([good, left], _config(src_lang="it", tgt_lang="en"))
+    assert kept == [good] and report.removed["untranslated"] == 1
+    kept, _ = clean_corpus([good], _config())
+    assert kept == []
+    kept, _ = clean_corpus([good, left], _config(src_lang="de", tgt_lang="en"))
+    assert len(kept) == 2  # a language without function words: the filter keeps everything
+
+
 def test_short_identical_pairs_are_names_and_are_kept() -> None:
     kept, _ = clean_corpus([("Firefox", "Firefox"), ("OK", "OK")], _config())
     assert len(kept) == 2
@@ -182,6 +196,24 @@ def test_prepare_mixes_weighted_corpora_excludes_test_sets_and_reports(tmp_path:
     assert Counter(read_pairs(tmp_path / "run" / "data" / "train.tsv")) == train
     again = prepare(cfg, get_preset("tiny"), tmp_path / "run", write=True)
     assert again.train == data.train and again.dev == data.dev
+
+
+def test_prepare_cleans_a_reversed_corpus_as_its_languages_say(tmp_path: Path) -> None:
+    """The same pairs, English→Italian and Italian→English with --src-lang it --tgt-lang
+    en: cleaning keeps the same pairs, and the untranslated filter drops none."""
+    pairs = toy_pairs()
+    write_pairs(pairs, tmp_path / "main.tsv")
+    forward = prepare(_cfg(tmp_path), get_preset("tiny"), tmp_path / "f", write=True)
+    write_pairs([(it, en) for en, it in pairs], tmp_path / "main.tsv")
+    cfg = _cfg(tmp_path, src_lang="it", tgt_lang="en")
+    backward = prepare(cfg, get_preset("tiny"), tmp_path / "b", write=True)
+    swap = lambda split: sorted((t, s) for s, t in split)  # noqa: E731
+    assert sorted(backward.train) == swap(forward.train)
+    assert sorted(backward.dev + backward.test) == swap(forward.dev + forward.test)
+    report = json.loads((tmp_path / "b" / "data" / "cleaning.json").read_text())
+    assert report["main"]["removed"]["untranslated"] == 0
+    wrong, _ = clean_corpus([(it, en) for en, it in pairs], _config(max_words=None))
+    assert len(wrong) < len(pairs) / 2  # read as English→Italian, most English targets go
 
 
 def test_extra_dev_sets_are_kept_and_never_trained_on(tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) 
     assert info["step"] == 500 and info["attribution"] is None
     # the toy targets have no numbers to say how they write them: left as the model writes
     assert info["number_format"] == "keep"
+    assert (info["src_lang"], info["tgt_lang"]) == ("en", "it")  # the languages it was told
 
 
 def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:
@@ -218,6 +219,12 @@ def test_cli_train_reports_bad_input_without_traceback(tmp_path: Path) -> None:
         ],
     )
     assert res.exit_code == 2 and "preset" in res.output
+    res = runner.invoke(
+        app,
+        ["train", "--data", str(tmp_path / "x.tsv"), "--out", str(tmp_path / "r")]
+        + ["--src-lang", "it en", "--max-steps", "1"],
+    )
+    assert res.exit_code == 2 and "language code" in res.output and "Traceback" not in res.output
 
 
 def test_a_malformed_corpus_line_stops_training_unless_skipping_is_asked(

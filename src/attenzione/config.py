@@ -294,6 +294,10 @@ class TrainConfig(_JsonMixin):
     clean_identical_min_words: int | None = 3
     clean_untranslated: bool = True
     strip_accelerators: bool = True
+    # the pair's languages, as the untranslated filter reads them (its function words know
+    # "en" and "it"; with any other code that filter keeps everything)
+    src_lang: str = "en"
+    tgt_lang: str = "it"
     number_augment: float = 0.0
     # subword regularisation (Kudo 2018): each batch's sources are segmented afresh, drawn
     # from their best SentencePiece segmentations with this smoothing alpha (0 = off: the

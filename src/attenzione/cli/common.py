@@ -17,6 +17,7 @@ by :func:`user_errors` as the one line it was written to be.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,6 +73,15 @@ def at_least(minimum: float) -> Callback:
         return value
 
     return check
+
+
+def language_code(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """An option callback: a language code such as ``en`` or ``pt-BR`` (letters, "-", "_")."""
+    if value is not None and not ctx.resilient_parsing:
+        if not re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*", value):
+            fail(f"{_name(param)} must be a language code such as en or it, got {value!r}")
+        value = value.lower()
+    return value
 
 
 def in_range(low: float, high: float, *, low_open: bool = False) -> Callback:

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from attenzione.cli.common import at_least, fail, given, in_range, user_errors
+from attenzione.cli.common import at_least, fail, given, in_range, language_code, user_errors
 
 # CLI parameters that set several TrainConfig fields; the others set the field of their name.
 FIELDS_OF = {"data": {"data", "data_weight", "extra_data"}}
@@ -57,6 +57,15 @@ def train(
     ),
     strip_accelerators: bool = typer.Option(
         True, help="Remove keyboard accelerators (_File, &Apri) found on both sides."
+    ),
+    src_lang: str = typer.Option(
+        "en",
+        help="The source language's code, for the untranslated filter (it knows en and it; "
+        "with another code it keeps every pair).",
+        callback=language_code,
+    ),
+    tgt_lang: str = typer.Option(
+        "it", help="The target language's code, as --src-lang.", callback=language_code
     ),
     no_clean: bool = typer.Option(
         False, "--no-clean", help="Switch every cleaning filter off (duplicates still go)."

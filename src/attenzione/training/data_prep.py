@@ -137,6 +137,8 @@ def _cleaning(cfg: TrainConfig) -> CleaningConfig:
         identical_min_words=cfg.clean_identical_min_words,
         untranslated=cfg.clean_untranslated,
         strip_accelerators=cfg.strip_accelerators,
+        src_lang=cfg.src_lang,
+        tgt_lang=cfg.tgt_lang,
     )
 
 

@@ -215,6 +215,8 @@ class Trainer:
             "parameters": self.model.num_parameters(),
             "max_src_tokens": self.cfg.max_src_tokens,
             "number_format": self.data.number_format,
+            "src_lang": self.cfg.src_lang,
+            "tgt_lang": self.cfg.tgt_lang,
             "data": str(self.cfg.data),
             "corpora": [self._first_corpus(), *self.cfg.extra_data],
             **self._init_info(),

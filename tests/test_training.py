@@ -81,7 +81,8 @@ def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) 
     assert info["step"] == 500 and info["attribution"] is None
     # the toy targets have no numbers to say how they write them: left as the model writes
     assert info["number_format"] == "keep"
-    assert (info["src_lang"], info["tgt_lang"]) == ("en", "it")  # the languages it was told
+    # the languages it was told, as the service reads them (serve.language)
+    assert (info["source_language"], info["target_language"]) == ("en", "it")
 
 
 def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.data.numbers import _carried, localize_numbers, number_format_of
+from attenzione.data.numbers import _carried, localize_numbers, number_format_of, restore_currency
 from attenzione.evaluation import number_fidelity
 from attenzione.translator import PRETRAINED_DIR, Translator
 
@@ -224,6 +224,34 @@ def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
             assert "2.3" in res.output and "2,3" not in res.output, res.output
     res = runner.invoke(app, ["translate", "--number-format", "dots", sentence])
     assert res.exit_code != 0 and "must be one of model, keep, comma, point" in res.output
+
+
+@pytest.mark.parametrize(
+    ("source", "translation", "restored"),
+    [
+        ("Price: $19.99", "Prezzo: 19,99", "Prezzo: $19,99"),  # on the source's side
+        ("It costs 30 €.", "Costa 30.", "Costa 30 €."),
+        ("Room 5 costs $5.", "La stanza 5 costa 5.", "La stanza 5 costa $5."),  # the k-th 5
+        ("From US$11,000 to $22,500", "Da US$11.000 a 22.500", "Da US$11.000 a $22.500"),
+        ("It costs $25.", "Costa 25$.", "Costa 25$."),  # written with its symbol
+        ("It costs $5 million.", "Costa 5 milioni di dollari.", "Costa 5 milioni di dollari."),
+        ("It costs 5 €.", "Costa 5 euro.", "Costa 5 euro."),  # named in words
+        ("$5 or $5", "5 o 5 o 5", "5 o 5 o 5"),  # not as often as the source: which one?
+        ("Pay $5.", "Paga.", "Paga."),
+        ("$5 in Europe", "5 in Europa", "$5 in Europa"),  # "Europa" names no currency
+    ],
+)
+def test_a_dropped_currency_symbol_is_put_back_on_its_number(
+    source: str, translation: str, restored: str
+) -> None:
+    assert restore_currency(source, translation) == restored
+
+
+def test_shipped_model_keeps_the_dollar_of_a_price() -> None:
+    tr = Translator.from_pretrained()
+    out = tr.translate("Price: $19.99")[0]
+    assert "$19,99" in out, out
+    assert "$" not in tr.translate("Price: $19.99", fix_numbers=False)[0]  # the model drops it
 
 
 @pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])

@@ -751,3 +751,116 @@ def test_shipped_model_n_best_and_attention_read_as_translate_does() -> None:
         tr.translate_n_best("I love 🍕 and pasta.")
     maps = tr.attention("I love pizza 🍕!")
     assert maps.source == "I love pizza" and "<0xF0>" not in maps.src_tokens
+
+
+def _reverse_of(translator: Translator, seed: int = 1) -> Translator:
+    """A tiny untrained reverse model of ``translator``: its tokenizers swapped."""
+    torch.manual_seed(seed)
+    cfg = _tiny_config(
+        translator.tgt_tokenizer.vocab_size, translator.src_tokenizer.vocab_size, max_len=32
+    )
+    return Translator(Transformer(cfg), translator.tgt_tokenizer, translator.src_tokenizer, info={})
+
+
+def _with_channel(translator: Translator, reverse: Translator | None) -> Translator:
+    return Translator(
+        translator.model,
+        translator.src_tokenizer,
+        translator.tgt_tokenizer,
+        info=translator.info,
+        channel=reverse,
+    )
+
+
+def test_channel_scores_are_the_reverse_models_log_prob_of_the_source(
+    translator: Translator,
+) -> None:
+    reverse = _reverse_of(translator)
+    fwd = _with_channel(translator, reverse)
+    src = fwd.encode_source("the red cat is here today")
+    wide = DecodeConfig(beam_size=4, n_best=4, channel_weight=0.0)
+    candidates = [h.tokens for h in fwd.translate_ids([src], wide)[0]]
+    candidates += [translator.tgt_tokenizer.encode(t) for t in ("il gatto", "il rosso cane")]
+    candidates.append([])  # an empty translation reads back too
+    assert len({len(c) for c in candidates}) > 2  # the batch pads some of them
+    cfg = reverse.model.config
+    for got, cand in zip(fwd.channel_scores(src, candidates), candidates, strict=True):
+        # one candidate alone, by hand: the source's ids (and <eos>) read back from it
+        text = translator.tgt_tokenizer.decode(cand)
+        back = torch.tensor([reverse.encode_source(text)])
+        fed = torch.tensor([[cfg.bos_id, *src[:-1]]])
+        with torch.inference_mode():
+            logp = reverse.model(back, fed).logits.log_softmax(-1)[0]
+        want = sum(float(logp[k, t]) for k, t in enumerate(src))
+        assert got == pytest.approx(want, abs=1e-4)
+    # a candidate longer than the reverse model reads: its start and <eos>, as a source is cut
+    long = translator.tgt_tokenizer.encode("il rosso gatto è qui " * 10)
+    assert len(long) + 1 > reverse.max_src_tokens
+    cut = [*long[: reverse.max_src_tokens - 1], cfg.eos_id]
+    once = fwd.channel_scores(src, [cut[:-1]])  # the same pieces, short enough to fit
+    assert fwd.channel_scores(src, [long]) == pytest.approx(once, abs=1e-4)
+    with pytest.raises(ValueError, match="no reverse model"):
+        translator.channel_scores(src, candidates)
+
+
+def test_the_reverse_model_ranks_beam_searchs_candidates_again(translator: Translator) -> None:
+    fwd = _with_channel(translator, _reverse_of(translator))
+    weight, changed = 20.0, 0
+    for sentence in SENTENCES:
+        src = fwd.encode_source(sentence)
+        plain = fwd.translate_ids([src], DecodeConfig(beam_size=4, n_best=4, channel_weight=0))
+        plain_hyps = plain[0]
+        back = fwd.channel_scores(src, [h.tokens for h in plain_hyps])
+        mixed = [h.score + weight * b / len(src) for h, b in zip(plain_hyps, back, strict=True)]
+        order = sorted(range(len(plain_hyps)), key=lambda k: -mixed[k])
+        cfg = DecodeConfig(beam_size=4, n_best=4, channel_weight=weight)
+        got = fwd.translate_ids([src], cfg)[0]
+        assert [h.tokens for h in got] == [plain_hyps[k].tokens for k in order]
+        assert [h.score for h in got] == pytest.approx([mixed[k] for k in order])
+        best = fwd.translate_ids([src], DecodeConfig(beam_size=4, channel_weight=weight))[0]
+        assert [h.tokens for h in best] == [plain_hyps[order[0]].tokens]
+        assert (
+            fwd.translate(sentence, channel_weight=weight)
+            == fwd.translate(sentence, channel_weight=0)
+            or order[0] != 0
+        )
+        changed += order[0] != 0
+    assert changed  # the weight changed some choice: the test can see a wrong order
+    # greedy decoding has no candidates to rank; a model without a reverse one ignores it
+    assert fwd.translate(SENTENCES[:4], beam=1, channel_weight=weight) == translator.translate(
+        SENTENCES[:4], beam=1
+    )
+    assert translator.translate(SENTENCES[:4], channel_weight=weight) == translator.translate(
+        SENTENCES[:4], channel_weight=0
+    )
+
+
+def test_a_model_directory_names_its_reverse_model(translator: Translator, tmp_path: Path) -> None:
+    import shutil
+
+    reverse = _reverse_of(translator)
+    reverse.save_pretrained(tmp_path / "back")
+    fwd = Translator(
+        translator.model,
+        translator.src_tokenizer,
+        translator.tgt_tokenizer,
+        info={**translator.info, "channel": "../back"},
+    )
+    fwd.save_pretrained(tmp_path / "m")
+    loaded = Translator.from_pretrained(tmp_path / "m")
+    assert loaded.channel is not None and loaded.channel.channel is None
+    texts = SENTENCES[:6]
+    assert loaded.translate(texts, channel_weight=20) == _with_channel(
+        translator, reverse
+    ).translate(texts, channel_weight=20)
+    assert Translator.from_pretrained(tmp_path / "m", channel=False).channel is None
+    runner = CliRunner()
+    res = runner.invoke(app, ["translate", "--model", str(tmp_path / "m"), "the cat"] +
+                        ["--channel-weight", "-1"])  # fmt: skip
+    assert res.exit_code == 2 and "--channel-weight" in res.output
+    assert "Traceback" not in res.output
+    shutil.rmtree(tmp_path / "back")
+    with pytest.raises(FileNotFoundError, match=r"info\.json names a reverse model"):
+        Translator.from_pretrained(tmp_path / "m")
+    res = runner.invoke(app, ["translate", "--model", str(tmp_path / "m"), "the cat"])
+    assert res.exit_code != 0 and "reverse model" in res.output and "Traceback" not in res.output

@@ -102,6 +102,57 @@ def repair_numbers(source: str, translation: str) -> str:
     return "".join(out)
 
 
+# ---------------------------------------------------------------- currency symbols
+# A symbol written against a number ("$19.99", "€ 5", "30 £"): a translation that keeps the
+# number but drops the symbol has lost what the number counts ("Price: $19.99" → "Prezzo:
+# 19,99"). An amount written with a symbol, and a translation that names a currency in words
+# ("5 milioni di dollari"), have said it their own way and are left alone.
+CURRENCY_SYMBOLS = "$€£¥₹"
+_SYMBOL_NUMBER = re.compile(rf"([{CURRENCY_SYMBOLS}])(\s?)({NUMBER.pattern})")
+_NUMBER_SYMBOL = re.compile(rf"({NUMBER.pattern})(\s?)([{CURRENCY_SYMBOLS}])")
+# the words a translation (English or Italian) may name a currency with instead
+_CURRENCY_WORD = re.compile(
+    r"(?<!\w)(?:dollar|euros?\b|sterlin|pounds?\b|yen\b|rupi|rupee|yuan\b|franc(?:o|hi|s)?\b"
+    r"|lir[ae]\b|cents?\b|centesim)",
+    re.IGNORECASE,
+)
+
+
+def restore_currency(source: str, translation: str) -> str:
+    """``translation`` with the currency symbols of the source's amounts put back where it
+    wrote the amount's number bare, on the side the source had them ("$19.99" → "$19.99",
+    "5 €" → "5 €"). The k-th "5" of the source is the k-th "5" of the translation; when the
+    two do not write a number equally often, that number is left alone, and so is one the
+    translation writes with a symbol. Nothing changes when it names a currency in words."""
+    if not any(c in source for c in CURRENCY_SYMBOLS):
+        return translation
+    if _CURRENCY_WORD.search(translation):
+        return translation
+    amounts = {m.start(3): (m.group(1) + m.group(2), "") for m in _SYMBOL_NUMBER.finditer(source)}
+    amounts |= {m.start(1): ("", m.group(2) + m.group(3)) for m in _NUMBER_SYMBOL.finditer(source)}
+
+    def value(n: str) -> str:
+        return n.replace(",", ".")  # 19.99 and 19,99 are one value here
+
+    src = [(m.start(), value(m.group(0))) for m in NUMBER.finditer(source)]
+    tgt = [m for m in NUMBER.finditer(translation)]
+    edits: list[tuple[int, int, str]] = []
+    for start, (before, after) in amounts.items():
+        v = next(val for at, val in src if at == start)
+        k = [at for at, val in src if val == v].index(start)
+        same = [m for m in tgt if value(m.group(0)) == v]
+        if len(same) != sum(val == v for _, val in src):
+            continue
+        m = same[k]
+        near = translation[max(0, m.start() - 2) : m.end() + 2]
+        if any(c in near for c in CURRENCY_SYMBOLS):
+            continue  # written with its symbol (on either side)
+        edits.append((m.start(), m.end(), before + m.group(0) + after))
+    for a, b, text in sorted(edits, reverse=True):
+        translation = translation[:a] + text + translation[b:]
+    return translation
+
+
 # ---------------------------------------------------------------- the target's number format
 # English writes 1,234.5 and Italian 1.234,5. A translation that copies "2.3 million" or
 # "55,000 barrels" digit for digit is exact but reads as English: the Italian references write

@@ -329,6 +329,43 @@ def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
 
 
 @shipped
+def test_shipped_model_keeps_names_whose_letters_it_spells_in_bytes() -> None:
+    # the model read "ń" and "ğ" as bytes and wrote "Gda sbottoNato" and "L'Argento"; it
+    # reads them as base letters and the names are written back as the source has them
+    tr = Translator.from_pretrained()
+    out = tr.translate(
+        ["I visited Gdańsk last year.", "Erdoğan spoke in Ankara.", "I live in Łódź."]
+    )
+    assert "Gdańsk" in out[0] and "Erdoğan" in out[1] and "Łódź" in out[2], out
+    # the attention viewer reads it as translate() does
+    assert tr.attention("I visited Gdańsk last year.").translation == out[0]
+    read, swaps = tr._fold("Erdoğan met Dončić and Doncic in Kraków, Plzeň; à la carte, no.")
+    # "Doncic" is a word of the source: "Dončić" keeps its bytes; "à" is in the vocabulary;
+    # "ó" is Latin-1, which the model copies in bytes ("Kraków" is kept as it is)
+    assert read == "Erdogan met Dončić and Doncic in Kraków, Plzen; à la carte, no."
+    assert dict(swaps) == {"Erdogan": "Erdoğan", "Plzen": "Plzeň"}
+
+
+def test_a_word_read_with_base_letters_is_written_back_whole() -> None:
+    from attenzione.translator import _base_letter, _unfolded
+
+    assert [_base_letter(c) for c in "ńğłØçé€"] == ["n", "g", "l", "O", "c", "e", None]
+    swaps = (("Gdansk", "Gdańsk"),)
+    assert _unfolded("Da Gdansk a Gdansky, gdansk.", swaps) == "Da Gdańsk a Gdansky, Gdańsk."
+
+
+def test_short_words_and_known_readings_keep_their_bytes(translator: Translator) -> None:
+    tr = Translator.from_pretrained()
+    assert tr._fold('one character "Õ/õ"') == ('one character "Õ/õ"', ())  # "o" is a word
+    assert tr._fold("Ça va") == ("Ça va", ())
+    # a reading that is a known word of the targets would come back as that word
+    assert tr._spelled_in_bytes("ă") and "casa" in (tr.known_words or ())
+    assert tr._fold("Căsa Blăsk") == ("Căsa Blask", (("Blask", "Blăsk"),))
+    # a vocabulary without byte pieces has nothing spelled in bytes: nothing is folded
+    assert translator._fold("Gdańsk") == ("Gdańsk", ())
+
+
+@shipped
 def test_shipped_model_spells_in_bytes_only_the_characters_of_its_source() -> None:
     # "№" (E2 84 96) is spelled in bytes; with well-formed UTF-8 and the source's bytes as
     # the only checks, the model wrote "℄" (E2 84 84) instead: a character the source never had

@@ -37,6 +37,7 @@ way (an n-best list needs one stretch of text).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import unicodedata
@@ -127,6 +128,42 @@ def _shouting(text: str) -> bool:
 
 _TITLE_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
 _CODE = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*\d)\w+\b")  # letters and digits: "AB12CD"
+# A word: a run of letters (a name such as "Gdańsk" or "Erdoğan" is one)
+_LETTERS = re.compile(r"[^\W\d_]+")
+# Letters with no decomposition into a base letter and marks, and the base letter each reads as
+_BASE_LETTER = {"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ı": "i", "ħ": "h",
+                "Ħ": "H", "ŧ": "t", "Ŧ": "T"}  # fmt: skip
+# A word is read with its letters' base letters only from this many letters on: a shorter one
+# ("õ", "Ýr") could come back as an ordinary word of the translation ("o")
+FOLD_MIN_LETTERS = 3
+# Only a word with a letter from this code point on that the vocabulary spells in bytes is read
+# with base letters: past Latin-1, whose letters ("é", "ü", "ñ", "ç") the training data has in
+# many names the model learned to copy in bytes. On 177 sentences with 59 such names
+# (`python tools/name_copying.py`) the name came out exactly in 128 read in bytes, 166 with
+# every such word folded and 171 with the words past Latin-1 folded.
+FOLD_FROM = 0x100
+
+
+def _base_letter(ch: str) -> str | None:
+    """The one ASCII letter ``ch`` is written on ("ń" → "n", "ğ" → "g", "ł" → "l"), or None."""
+    if ch in _BASE_LETTER:
+        return _BASE_LETTER[ch]
+    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    return base if len(base) == 1 and base.isascii() and base.isalpha() else None
+
+
+def _is_known(words: Sequence[str], word: str) -> bool:
+    """Whether the sorted ``words`` hold ``word``."""
+    i = bisect.bisect_left(words, word)
+    return i < len(words) and words[i] == word
+
+
+def _unfolded(text: str, swaps: Sequence[tuple[str, str]]) -> str:
+    """``text`` with each whole-word ``read`` of ``swaps`` written back as its ``original``."""
+    for read, original in swaps:
+        word = re.compile(rf"(?<![^\W\d_]){re.escape(read)}(?![^\W\d_])", re.IGNORECASE)
+        text = word.sub(original, text)
+    return text
 
 
 # The short words English title case leaves in lower case ("Species in the Amazon").
@@ -222,6 +259,9 @@ class _Part:
     too_long: bool = False  # one word longer than the model reads, copied (ids None)
     # inline tags taken out of the text, placed in its translation by attention
     tags: tuple[Tag, ...] = ()
+    # (read, original) of each word the model read with base letters ("Gdansk", "Gdańsk"),
+    # written back in the translation (Translator._fold)
+    swaps: tuple[tuple[str, str], ...] = ()
 
 
 # A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
@@ -332,6 +372,7 @@ class Translator:
         self.alignment_layer = ALIGN_LAYER % model.config.n_dec_layers
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph (carries)
         self._counted: dict[str, int] = {}  # word -> its number of source pieces (_n_pieces)
+        self._bytes_only: dict[str, bool] = {}  # character -> spelled in bytes (_fold)
         # the words of the training targets, sorted (None: no word check; see
         # attenzione.lexicon)
         self.known_words = known_words
@@ -461,6 +502,49 @@ class Translator:
                 hit = tok.unk_id in ids or any(is_byte_piece(tok.id_to_token(i)) for i in ids)
             self._carried[ch] = hit
         return hit
+
+    def _spelled_in_bytes(self, ch: str) -> bool:
+        """Whether the source vocabulary writes the character ``ch`` only in bytes."""
+        hit = self._bytes_only.get(ch)
+        if hit is None:
+            tok = self.src_tokenizer
+            hit = any(is_byte_piece(tok.id_to_token(i)) for i in tok.encode(ch))
+            self._bytes_only[ch] = hit
+        return hit
+
+    def _fold(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """``text`` as the model reads it best: each word of :data:`FOLD_MIN_LETTERS` letters
+        or more that has a letter past Latin-1 (:data:`FOLD_FROM`) the source vocabulary
+        spells only in bytes ("Gdańsk", "Erdoğan", "Łódź") read with base letters ("Gdansk"),
+        which the model copies where the bytes came back garbled ("Gda sbottoNato").
+        Returned with the (read, original) pairs to write back. A word is kept as it is when
+        a letter has no base letter, when its reading is a known target word or another word
+        of the source, or when two words would read alike. Each letter becomes one letter, so
+        offsets are kept (inline tags are placed by them)."""
+        if not any(ord(c) > 0x7F for c in text):
+            return text, ()
+        found: dict[str, str] = {}
+        clash: set[str] = set()
+        source_words = set(_LETTERS.findall(text))
+        known = self.known_words
+        for word in source_words:
+            if len(word) < FOLD_MIN_LETTERS or word.isascii():
+                continue
+            if not any(ord(c) >= FOLD_FROM and self._spelled_in_bytes(c) for c in word):
+                continue
+            letters = [c if c.isascii() else _base_letter(c) for c in word]
+            if any(b is None for b in letters):
+                continue
+            read = "".join(b for b in letters if b is not None)
+            if read in source_words or (known is not None and _is_known(known, read.lower())):
+                continue
+            if read in found:
+                clash.add(read)
+            found[read] = word
+        swaps = tuple((r, w) for r, w in sorted(found.items()) if r not in clash)
+        for read, word in swaps:
+            text = re.sub(rf"(?<![^\W\d_]){re.escape(word)}(?![^\W\d_])", read, text)
+        return text, swaps
 
     def _truecase(self, text: str, *, starts: bool) -> str:
         """``text`` in title case with each capitalised word lower-cased where it is an
@@ -664,18 +748,22 @@ class Translator:
             pieces = self._pieces(read)
             marked = any(_is_mark(c) for c in read)  # the input has the marks' characters
             changed = nonspace(read) != nonspace(stretch)  # "İ".lower() is two characters
-            encoded = [self.encode_source(piece) for piece in pieces]
+            folds = [self._fold(piece) for piece in pieces]
+            encoded = [self.encode_source(folded) for folded, _ in folds]
             if tags and (
-                len(pieces) > 1 or marked or changed or not self._spells(read, encoded[0])
+                len(pieces) > 1 or marked or changed or not self._spells(folds[0][0], encoded[0])
             ):
                 return self._parts(text, inline=False)
             for k, (piece, ids) in enumerate(zip(pieces, encoded, strict=True)):
+                swaps = folds[k][1]
                 glue_k = glue if k == 0 else " "
                 if len(ids) <= self.max_src_tokens:
                     # a stretch after a carried pictograph or tag that goes on with a sentence
                     first = next((c for c in piece if c.isalpha()), "")
                     continues = k == 0 and bool(parts) and first.islower()
-                    parts.append(_Part(glue_k, piece, upper, ids, continues, tags=tags))
+                    parts.append(
+                        _Part(glue_k, piece, upper, ids, continues, tags=tags, swaps=swaps)
+                    )
                 else:  # one word longer than the model reads: copied as it was written
                     copy = piece.upper() if upper else piece
                     if tags:
@@ -997,7 +1085,7 @@ class Translator:
     def _written(self, part: _Part, h: Hypothesis, fix_numbers: bool) -> str:
         """The translation of one part as the user gets it (in capitals if it was, with its
         inline tags placed by attention)."""
-        text = self.tgt_tokenizer.decode(h.tokens)
+        text = _unfolded(self.tgt_tokenizer.decode(h.tokens), part.swaps)
         if part.tags:  # each tag stands in the text as a private-use mark until the end
             placed = self._place_tags(part, h.tokens)
             text = insert(text, [(at, _mark(part.tags.index(t))) for at, t in placed])
@@ -1215,8 +1303,10 @@ class Translator:
             readable = [p.text for p in self._parts(src) if p.ids is not None]
             src = readable[0] if len(readable) == 1 else src
         # translate() would split a longer line; one map cannot show that, and cutting it
-        # would show an input (without <eos>) the model never sees
-        src_ids = self._read_at_once(src, "show a shorter sentence")
+        # would show an input (without <eos>) the model never sees. Its names are read with
+        # base letters, as translate() reads them (_fold)
+        folded, swaps = self._fold(src)
+        src_ids = self._read_at_once(folded, "show a shorter sentence")
         teacher_forced = tgt is not None
         if tgt_ids is not None:
             tgt_ids = list(tgt_ids)
@@ -1226,6 +1316,8 @@ class Translator:
         else:
             tgt_ids = self.tgt_tokenizer.encode(normalize(tgt))
         translation = self.tgt_tokenizer.decode(tgt_ids)
+        if not teacher_forced:
+            translation = _unfolded(translation, swaps)
         cfg_m = self.model.config
         device = next(self.model.parameters()).device
         src_t = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1,S)

@@ -169,11 +169,6 @@ ATTENTION_COVERAGE = 0.02
 # is neither among the model's known words nor in the source (attenzione.lexicon): chosen on
 # the dev sets (docs/broad-training.md)
 WORD_PENALTY = 8.0
-# How much beam search's final ranking weighs what a reverse (target→source) model says of
-# each candidate: its log p(source | candidate) per source token (noisy-channel reranking, Yee
-# et al. 2019), which ranks down a translation that dropped or invented content. Used only with
-# a model whose info.json names a reverse model (none is shipped: docs/broad-training.md)
-CHANNEL_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
@@ -208,10 +203,6 @@ class DecodeConfig(_JsonMixin):
     # that is neither a known word of the model nor in the source (0 = off; needs the model's
     # word list; greedy and sampling ignore it; see attenzione.lexicon)
     word_penalty: float = WORD_PENALTY
-    # beam search's candidates are ranked again by their score plus this times the reverse
-    # model's log p(source | candidate) per source token (0 = off; needs a reverse model;
-    # greedy and sampling ignore it; see Translator.channel)
-    channel_weight: float = CHANNEL_WEIGHT
 
     def __post_init__(self) -> None:
         _check(
@@ -248,10 +239,6 @@ class DecodeConfig(_JsonMixin):
         _check(
             math.isfinite(self.punctuation_coverage) and self.punctuation_coverage >= 0,
             f"punctuation_coverage must be a finite number >= 0, got {self.punctuation_coverage}",
-        )
-        _check(
-            math.isfinite(self.channel_weight) and self.channel_weight >= 0,
-            f"channel_weight must be a finite number >= 0, got {self.channel_weight}",
         )
 
 

@@ -263,21 +263,6 @@ def read_info(directory: str | Path) -> dict[str, Any]:
     return info
 
 
-def channel_dir(directory: str | Path, value: object) -> Path:
-    """The reverse model ``info.json``'s ``"channel"`` names: a directory relative to the
-    model's own (``"../it-en"``). One that is not a string or not there is an error naming it."""
-    info = Path(directory) / INFO_NAME
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f'{info}: "channel" should name a model directory, not {value!r}')
-    path = Path(directory) / value
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f'{info} names a reverse model "{value}" that is missing ({path}); copy it beside '
-            'the model, or remove "channel" from info.json'
-        )
-    return path
-
-
 def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | None:
     """The known words of ``tgt_words.txt`` (or the translated source words of
     ``src_translated.txt``, ``name``), sorted (None if the directory has none); a file that is

@@ -42,7 +42,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -52,7 +52,6 @@ import torch
 from attenzione import model_dir
 from attenzione.config import (
     ATTENTION_COVERAGE,
-    CHANNEL_WEIGHT,
     NUMBER_COVERAGE,
     PUNCTUATION_COVERAGE,
     WORD_PENALTY,
@@ -320,7 +319,6 @@ class Translator:
         max_src_tokens: int | None = None,
         known_words: Sequence[str] | None = None,
         translated_words: Sequence[str] | None = None,
-        channel: Translator | None = None,
     ) -> None:
         self.model = model.eval()
         self.src_tokenizer = src_tokenizer
@@ -379,9 +377,6 @@ class Translator:
         # the source words the training pairs always translate: not free to copy
         # (None: every source word is; see attenzione.lexicon)
         self.translated_words = translated_words
-        # a reverse (target→source) model: beam search's candidates are ranked again by how
-        # well it reads the source back from each (DecodeConfig.channel_weight; None: not)
-        self.channel = channel
         # how the target language writes 1,234.5 (what the training targets did; see
         # attenzione.data.numbers.localize_numbers): the model's own unless set otherwise
         self.number_format = str(self.info.get("number_format", "keep"))
@@ -394,12 +389,9 @@ class Translator:
     # ------------------------------------------------------------------ loading / saving
     @classmethod
     def from_pretrained(
-        cls, path: str | Path | None = None, *, precision: str = "fp32", channel: bool = True
+        cls, path: str | Path | None = None, *, precision: str = "fp32"
     ) -> Translator:
         """Load a model directory; ``None`` loads the English→Italian model shipped inside.
-
-        A directory whose ``info.json`` names a reverse model (``"channel"``: a directory
-        relative to it) loads that one too, as :attr:`channel`; ``channel=False`` leaves it.
 
         ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
         approximate; see :mod:`attenzione.precision`). Every way the directory can be damaged
@@ -424,13 +416,6 @@ class Translator:
         info = model_dir.read_info(directory)
         words = model_dir.read_words(directory)
         translated = model_dir.read_words(directory, model_dir.TRANSLATED_NAME)
-        reverse = None
-        if channel and info.get("channel") is not None:
-            reverse = cls.from_pretrained(
-                model_dir.channel_dir(directory, info["channel"]),
-                precision=precision,
-                channel=False,
-            )
         return cls(
             for_inference(raw, precision),
             src_tok,
@@ -438,7 +423,6 @@ class Translator:
             info=info,
             known_words=words,
             translated_words=translated,
-            channel=reverse,
         )
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
@@ -805,11 +789,10 @@ class Translator:
                 batch[row, : len(src[i])] = torch.tensor(src[i], dtype=torch.long, device=device)
             banned = self._byte_bans(batch)
             coverage = self._coverage(batch, cfg)
-            rerank = self._reranks(cfg)
             decoded = generate(
                 self.model,
                 batch,
-                replace(cfg, n_best=cfg.beam_size) if rerank else cfg,
+                cfg,
                 banned=banned,
                 coverage=coverage,
                 utf8=self._utf8,
@@ -818,67 +801,8 @@ class Translator:
                 whole=self._whole([src[i] for i in group]),
             )
             for i, hyps in zip(group, decoded, strict=True):
-                results[i] = self._reranked(src[i], hyps, cfg) if rerank else hyps
+                results[i] = hyps
         return results
-
-    def _reranks(self, cfg: DecodeConfig) -> bool:
-        """Whether beam search's candidates are ranked again by :attr:`channel`."""
-        return (
-            self.channel is not None
-            and cfg.method == "beam"
-            and cfg.beam_size > 1
-            and cfg.channel_weight > 0
-        )
-
-    def _reranked(
-        self, src: Sequence[int], hyps: list[Hypothesis], cfg: DecodeConfig
-    ) -> list[Hypothesis]:
-        """``hyps`` ranked by score + ``channel_weight`` × :meth:`channel_scores` per source
-        token, the best ``n_best`` (each with that score)."""
-        if len(hyps) < 2 and cfg.n_best >= len(hyps):
-            return hyps
-        back = self.channel_scores(src, [h.tokens for h in hyps])
-        n = max(1, len(src))
-        scored = [
-            Hypothesis(h.tokens, h.score + cfg.channel_weight * b / n, h.log_prob)
-            for h, b in zip(hyps, back, strict=True)
-        ]
-        scored.sort(key=lambda h: -h.score)
-        return scored[: cfg.n_best]
-
-    def channel_scores(
-        self, src: Sequence[int], candidates: Sequence[Sequence[int]]
-    ) -> list[float]:
-        """log p(source | candidate) under :attr:`channel` for each candidate translation:
-        ``src`` as :meth:`encode_source` gives it, ``candidates`` target ids. Each side is
-        spelled out and read again with the reverse model's own tokenizers (the source's
-        ``<eos>`` is scored too), as it read its training pairs."""
-        reverse = self.channel
-        if reverse is None:
-            raise ValueError("this model has no reverse model (info.json names no channel)")
-        if not candidates:
-            return []
-        rcfg = reverse.model.config
-        device = next(reverse.model.parameters()).device
-        ids = list(src[:-1]) if src and src[-1] == self.model.config.eos_id else list(src)
-        gold = reverse.tgt_tokenizer.encode(self.src_tokenizer.decode(ids))
-        gold = [*gold[: rcfg.max_len - 2], rcfg.eos_id]
-        rows = []
-        for c in candidates:
-            r = reverse.encode_source(self.tgt_tokenizer.decode(list(c)))  # ends in <eos>
-            if len(r) > reverse.max_src_tokens:  # more than it reads: the start, and <eos>
-                r = [*r[: reverse.max_src_tokens - 1], rcfg.eos_id]
-            rows.append(r)
-        width = max(len(r) for r in rows)
-        batch = torch.full((len(rows), width), rcfg.pad_id, dtype=torch.long, device=device)
-        for k, r in enumerate(rows):
-            batch[k, : len(r)] = torch.tensor(r, dtype=torch.long, device=device)
-        fed = torch.tensor([[rcfg.bos_id, *gold[:-1]]] * len(rows), device=device)
-        wanted = torch.tensor(gold, device=device)
-        with torch.inference_mode():
-            logp = reverse.model(batch, fed).logits.float().log_softmax(-1)
-        picked = logp[:, torch.arange(len(gold), device=device), wanted]
-        return picked.sum(-1).tolist()
 
     @property
     def translated_words(self) -> list[str] | None:
@@ -982,7 +906,6 @@ class Translator:
         punctuation_coverage: float = PUNCTUATION_COVERAGE,
         attention_coverage: float = ATTENTION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
-        channel_weight: float = CHANNEL_WEIGHT,
         batch_size: int = 64,
         decode: DecodeConfig | None = None,
         fix_numbers: bool = True,
@@ -1004,9 +927,6 @@ class Translator:
         ``word_penalty`` makes beam search prefer a translation whose words are known words of
         the model or words of the source (:mod:`attenzione.lexicon`; 0 = off; a model without
         a word list, greedy decoding and sampling ignore it).
-        ``channel_weight`` ranks beam search's candidates again by how well the reverse model
-        (:attr:`channel`) reads the source back from each (0 = off; a model without one,
-        greedy decoding and sampling ignore it).
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -1022,7 +942,6 @@ class Translator:
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
             attention_coverage=attention_coverage,
-            channel_weight=channel_weight,
         )
         return self._translate_lines(list(texts), cfg, batch_size, fix_numbers)
 
@@ -1152,7 +1071,6 @@ class Translator:
         punctuation_coverage: float = PUNCTUATION_COVERAGE,
         attention_coverage: float = ATTENTION_COVERAGE,
         word_penalty: float = WORD_PENALTY,
-        channel_weight: float = CHANNEL_WEIGHT,
         fix_numbers: bool = True,
     ) -> list[tuple[str, float]]:
         """The ``n_best`` beam hypotheses of one sentence, best first, with their ranking
@@ -1175,7 +1093,6 @@ class Translator:
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
             attention_coverage=attention_coverage,
-            channel_weight=channel_weight,
         )
         if not text.strip():
             return [("", 0.0)]
@@ -1353,7 +1270,6 @@ def decode_config(
     word_penalty: float = WORD_PENALTY,
     punctuation_coverage: float = PUNCTUATION_COVERAGE,
     attention_coverage: float = ATTENTION_COVERAGE,
-    channel_weight: float = CHANNEL_WEIGHT,
 ) -> DecodeConfig:
     """The decoding settings the options of :meth:`Translator.translate` (and of ``attenzione
     translate``) describe: sampling, greedy (beam 1) or beam search (``n_best`` candidates)."""
@@ -1369,7 +1285,6 @@ def decode_config(
         word_penalty=word_penalty,
         punctuation_coverage=punctuation_coverage,
         attention_coverage=attention_coverage,
-        channel_weight=channel_weight,
     )
     if sample:
         return sampling
@@ -1382,7 +1297,6 @@ def decode_config(
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
             attention_coverage=attention_coverage,
-            channel_weight=channel_weight,
         )
     return DecodeConfig(
         method="beam",
@@ -1393,5 +1307,4 @@ def decode_config(
         word_penalty=word_penalty,
         punctuation_coverage=punctuation_coverage,
         attention_coverage=attention_coverage,
-        channel_weight=channel_weight,
     )

@@ -152,20 +152,6 @@ def word_penalty_option() -> Any:
     )
 
 
-def channel_weight_option() -> Any:
-    """``--channel-weight``, as ``translate`` and ``evaluate`` take it."""
-    from attenzione.config import CHANNEL_WEIGHT
-
-    return typer.Option(
-        CHANNEL_WEIGHT,
-        help="Beam search: rank the candidates again, adding this times the reverse model's "
-        "log-probability of the source given each candidate, per source token (how well the "
-        "source can be read back from it: a dropped or invented clause reads back badly; "
-        "0 = off; greedy, sampling and a model without a reverse model ignore it).",
-        callback=at_least(0),
-    )
-
-
 def number_format_option() -> Any:
     """``--number-format``, as ``translate``, ``evaluate`` and ``serve`` take it."""
     from attenzione.data.numbers import NUMBER_FORMATS

@@ -11,7 +11,6 @@ import typer
 from attenzione.cli.common import (
     at_least,
     attention_coverage_option,
-    channel_weight_option,
     check_number_flags,
     check_writable,
     number_coverage_option,
@@ -54,7 +53,6 @@ def evaluate(
     punctuation_coverage: float = punctuation_coverage_option(),
     attention_coverage: float = attention_coverage_option(),
     word_penalty: float = word_penalty_option(),
-    channel_weight: float = channel_weight_option(),
     number_format: str = number_format_option(),
     all_references: bool = typer.Option(
         False,
@@ -90,7 +88,6 @@ def evaluate(
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
             attention_coverage=attention_coverage,
-            channel_weight=channel_weight,
             fix_numbers=fix_numbers,
         )
         seconds = time.perf_counter() - started
@@ -117,10 +114,6 @@ def evaluate(
                         # likewise, and a model without a word list has nothing to check
                         "word_penalty": word_penalty
                         if beam > 1 and translator.known_words is not None
-                        else None,
-                        # likewise, and a model without a reverse model has none to ask
-                        "channel_weight": channel_weight
-                        if beam > 1 and translator.channel is not None
                         else None,
                         "copied": {
                             k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}

@@ -19,7 +19,6 @@ import typer
 from attenzione.cli.common import (
     at_least,
     attention_coverage_option,
-    channel_weight_option,
     check_argument_text,
     check_number_flags,
     check_writable,
@@ -74,7 +73,6 @@ def translate(
     punctuation_coverage: float = punctuation_coverage_option(),
     attention_coverage: float = attention_coverage_option(),
     word_penalty: float = word_penalty_option(),
-    channel_weight: float = channel_weight_option(),
     n_best: int = typer.Option(
         1,
         help="Print the n best beam hypotheses with their scores (one sentence; the beam is "
@@ -116,7 +114,6 @@ def translate(
                 word_penalty=word_penalty,
                 punctuation_coverage=punctuation_coverage,
                 attention_coverage=attention_coverage,
-                channel_weight=channel_weight,
                 fix_numbers=fix_numbers,
             ):
                 typer.echo(f"{score:8.4f}\t{hyp}")
@@ -133,7 +130,6 @@ def translate(
             word_penalty=word_penalty,
             punctuation_coverage=punctuation_coverage,
             attention_coverage=attention_coverage,
-            channel_weight=channel_weight,
         )
         results = translator.translate_iter(
             lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers

@@ -239,6 +239,11 @@ def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
         ("$5 or $5", "5 o 5 o 5", "5 o 5 o 5"),  # not as often as the source: which one?
         ("Pay $5.", "Paga.", "Paga."),
         ("$5 in Europe", "5 in Europa", "$5 in Europa"),  # "Europa" names no currency
+        ("Buy 2 $10 tickets.", "Compra 2 biglietti da 10.", "Compra 2 biglietti da $10."),
+        ("Tickets cost $5–10.", "I biglietti costano 5–10$.", "I biglietti costano 5–10$."),
+        ("$10 to $20", "10 a 20$", "10$ a 20$"),  # the side the translation writes it
+        ("It is $30, or 28 euros.", "È 30, o 28 euro.", "È $30, o 28 euro."),  # not its word
+        ("Franco paid $20.", "Franco ha pagato 20.", "Franco ha pagato $20."),
     ],
 )
 def test_a_dropped_currency_symbol_is_put_back_on_its_number(
@@ -247,6 +252,7 @@ def test_a_dropped_currency_symbol_is_put_back_on_its_number(
     assert restore_currency(source, translation) == restored
 
 
+@shipped
 def test_shipped_model_keeps_the_dollar_of_a_price() -> None:
     tr = Translator.from_pretrained()
     out = tr.translate("Price: $19.99")[0]

@@ -332,11 +332,17 @@ def test_shipped_model_writes_a_character_it_spells_in_bytes_whole() -> None:
 def test_shipped_model_keeps_names_whose_letters_it_spells_in_bytes() -> None:
     # the model read "ń" and "ğ" as bytes and wrote "Gda sbottoNato" and "L'Argento"; it
     # reads them as base letters and the names are written back as the source has them
+    import unicodedata
+
     tr = Translator.from_pretrained()
-    out = tr.translate(
-        ["I visited Gdańsk last year.", "Erdoğan spoke in Ankara.", "I live in Łódź."]
-    )
+    lines = ["I visited Gdańsk last year.", "Erdoğan spoke in Ankara.", "I live in Łódź."]
+    lines += ["I LIVE IN ŁÓDŹ.", "Gdańsk and GDAŃSK are the same city."]
+    lines.append(unicodedata.normalize("NFD", "I live in Gdańsk and Łódź."))
+    out = tr.translate(lines)
     assert "Gdańsk" in out[0] and "Erdoğan" in out[1] and "Łódź" in out[2], out
+    assert "ŁÓDŹ" in out[3], out  # a capitals line reads the name as a name: "Łódź"
+    assert "Gdańsk" in out[4] and "GDAŃSK" in out[4], out  # each as the source wrote it
+    assert "Gdańsk" in out[5] and "Łódź" in out[5], out  # decomposed letters read as one
     # the attention viewer reads it as translate() does
     assert tr.attention("I visited Gdańsk last year.").translation == out[0]
     read, swaps = tr._fold("Erdoğan met Dončić and Doncic in Kraków, Plzeň; à la carte, no.")
@@ -344,23 +350,35 @@ def test_shipped_model_keeps_names_whose_letters_it_spells_in_bytes() -> None:
     # "ó" is Latin-1, which the model copies in bytes ("Kraków" is kept as it is)
     assert read == "Erdogan met Dončić and Doncic in Kraków, Plzen; à la carte, no."
     assert dict(swaps) == {"Erdogan": "Erdoğan", "Plzen": "Plzeň"}
+    # the user's own ASCII spelling anywhere in the text, in any case, keeps the bytes: the
+    # write-back would rewrite it ("lodz.pl" → "Łódź.pl")
+    for text in ("Visit lodz.pl about Łódź.", "Mail erdogan@x.org on Erdoğan.", "ŁÓDŹ (LODZ)"):
+        assert tr._fold(text) == (text, ()), text
+    assert tr._fold("Łodz and Lódź") == ("Łodz and Lódź", ())  # two words read alike
 
 
 def test_a_word_read_with_base_letters_is_written_back_whole() -> None:
     from attenzione.translator import _base_letter, _unfolded
 
-    assert [_base_letter(c) for c in "ńğłØçé€"] == ["n", "g", "l", "O", "c", "e", None]
+    assert [_base_letter(c) for c in "ńğłŁđıřș€"] == [*"nglLdirs", None]
     swaps = (("Gdansk", "Gdańsk"),)
     assert _unfolded("Da Gdansk a Gdansky, gdansk.", swaps) == "Da Gdańsk a Gdansky, Gdańsk."
+    both = (("GDANSK", "GDAŃSK"), ("Gdansk", "Gdańsk"))  # one name in two cases
+    assert _unfolded("Gdansk e GDANSK, gdansk", both) == "Gdańsk e GDAŃSK, GDAŃSK"
 
 
+@shipped
 def test_short_words_and_known_readings_keep_their_bytes(translator: Translator) -> None:
+    from attenzione.translator import FOLD_MIN_LETTERS
+
     tr = Translator.from_pretrained()
-    assert tr._fold('one character "Õ/õ"') == ('one character "Õ/õ"', ())  # "o" is a word
-    assert tr._fold("Ça va") == ("Ça va", ())
-    # a reading that is a known word of the targets would come back as that word
+    assert FOLD_MIN_LETTERS == 3 and tr._spelled_in_bytes("ł")
+    assert tr._fold("Łó and Łódź") == ("Łó and Lodz", (("Lodz", "Łódź"),))  # "Łó" is short
+    # a reading that is a known word of the targets would come back as that word, and one
+    # the training data always translates would be translated ("Sąd" → "Sad")
     assert tr._spelled_in_bytes("ă") and "casa" in (tr.known_words or ())
     assert tr._fold("Căsa Blăsk") == ("Căsa Blask", (("Blask", "Blăsk"),))
+    assert "sad" in (tr.translated_words or ()) and tr._fold("The Sąd ruled.")[1] == ()
     # a vocabulary without byte pieces has nothing spelled in bytes: nothing is folded
     assert translator._fold("Gdańsk") == ("Gdańsk", ())
 

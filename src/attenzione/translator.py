@@ -110,7 +110,8 @@ class ScoredTranslation:
     pieces: int = 1
     # the text the model read when it translated one piece: the sentence less the pictographs
     # and tags carried around it, in sentence case if it was in capitals, its ordinary words
-    # lower-cased if it was in title case ("" for 0 or several pieces)
+    # lower-cased if it was in title case ("" for 0 or several pieces); its names with rare
+    # letters are as written ("Gdańsk": the model read "Gdansk", and attention() reads it so)
     read: str = ""
 
 
@@ -158,11 +159,18 @@ def _is_known(words: Sequence[str], word: str) -> bool:
 
 
 def _unfolded(text: str, swaps: Sequence[tuple[str, str]]) -> str:
-    """``text`` with each whole-word ``read`` of ``swaps`` written back as its ``original``."""
+    """``text`` with each whole word that is a ``read`` of ``swaps`` written back as its
+    ``original``: the one read exactly so, else (the translation changed its case: "gdansk")
+    the first read so in any case."""
+    if not swaps:
+        return text
+    exact = dict(swaps)
+    loose: dict[str, str] = {}
     for read, original in swaps:
-        word = re.compile(rf"(?<![^\W\d_]){re.escape(read)}(?![^\W\d_])", re.IGNORECASE)
-        text = word.sub(original, text)
-    return text
+        loose.setdefault(read.casefold(), original)
+    pattern = "|".join(re.escape(r) for r, _ in sorted(swaps, key=lambda s: -len(s[0])))
+    word = re.compile(rf"(?<![^\W\d_])(?:{pattern})(?![^\W\d_])", re.IGNORECASE)
+    return word.sub(lambda m: exact.get(m.group(0)) or loose[m.group(0).casefold()], text)
 
 
 # The short words English title case leaves in lower case ("Species in the Amazon").
@@ -496,33 +504,45 @@ class Translator:
             self._bytes_only[ch] = hit
         return hit
 
+    def _foldable(self, word: str) -> str | None:
+        """The reading of ``word`` with base letters when :meth:`_fold` may read it so: a word
+        of :data:`FOLD_MIN_LETTERS` letters or more with a letter from :data:`FOLD_FROM` on
+        that the source vocabulary spells only in bytes, every letter with a base letter, and
+        a reading that is neither a known target word nor a source word the training data
+        always translates ("Sąd" would read "Sad"). None otherwise."""
+        if len(word) < FOLD_MIN_LETTERS or word.isascii():
+            return None
+        if not any(ord(c) >= FOLD_FROM and self._spelled_in_bytes(c) for c in word):
+            return None
+        letters = [c if c.isascii() else _base_letter(c) for c in word]
+        if any(b is None for b in letters):
+            return None
+        read = "".join(b for b in letters if b is not None)
+        lower = read.lower()
+        known = self.known_words
+        if (known is not None and _is_known(known, lower)) or lower in self._not_free:
+            return None
+        return read
+
     def _fold(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """``text`` as the model reads it best: each word of :data:`FOLD_MIN_LETTERS` letters
-        or more that has a letter past Latin-1 (:data:`FOLD_FROM`) the source vocabulary
-        spells only in bytes ("Gdańsk", "Erdoğan", "Łódź") read with base letters ("Gdansk"),
-        which the model copies where the bytes came back garbled ("Gda sbottoNato").
-        Returned with the (read, original) pairs to write back. A word is kept as it is when
-        a letter has no base letter, when its reading is a known target word or another word
-        of the source, or when two words would read alike. Each letter becomes one letter, so
-        offsets are kept (inline tags are placed by them)."""
+        """``text`` as the model reads it best: each word :meth:`_foldable` ("Gdańsk",
+        "Erdoğan", "Łódź") read with base letters ("Gdansk"), which the model copies where
+        the bytes came back garbled ("Gda sbottoNato"). Returned with the (read, original)
+        pairs to write back (:func:`_unfolded`). A word is kept as it is when the text has its
+        reading already, in any case ("lodz.pl", "LODZ"), or when another word reads alike.
+        The text is read in NFC, as :meth:`encode_source` reads it; each letter becomes one
+        letter, so an NFC text keeps its offsets (inline tags are placed by them)."""
         if not any(ord(c) > 0x7F for c in text):
             return text, ()
+        text = unicodedata.normalize("NFC", text)
+        folded = text.casefold()
         found: dict[str, str] = {}
         clash: set[str] = set()
-        source_words = set(_LETTERS.findall(text))
-        known = self.known_words
-        for word in source_words:
-            if len(word) < FOLD_MIN_LETTERS or word.isascii():
+        for word in sorted(set(_LETTERS.findall(text))):
+            read = self._foldable(word)
+            if read is None or read.casefold() in folded:
                 continue
-            if not any(ord(c) >= FOLD_FROM and self._spelled_in_bytes(c) for c in word):
-                continue
-            letters = [c if c.isascii() else _base_letter(c) for c in word]
-            if any(b is None for b in letters):
-                continue
-            read = "".join(b for b in letters if b is not None)
-            if read in source_words or (known is not None and _is_known(known, read.lower())):
-                continue
-            if read in found:
+            if read in found and found[read] != word:
                 clash.add(read)
             found[read] = word
         swaps = tuple((r, w) for r, w in sorted(found.items()) if r not in clash)
@@ -573,13 +593,16 @@ class Translator:
     def _names(self, text: str) -> str:
         """``text`` in sentence case with the words the source vocabulary knows as names
         capitalised again: spelled in fewer pieces capitalised ("italy" → "Italy", "tom" →
-        "Tom"), for a line that was all in capitals."""
+        "Tom"), or read with base letters (:meth:`_foldable`: "łódź" → "Łódź"), for a line
+        that was all in capitals."""
 
         def one(m: re.Match[str]) -> str:
             word = m.group(0)
             if not word.islower():
                 return word
             name = word[:1].upper() + word[1:]
+            if self._foldable(name) is not None:  # "łódź": no English word has such letters
+                return name
             return name if self._n_pieces(name) < self._n_pieces(word) else word
 
         return _TITLE_WORD.sub(one, text)
@@ -735,7 +758,11 @@ class Translator:
             folds = [self._fold(piece) for piece in pieces]
             encoded = [self.encode_source(folded) for folded, _ in folds]
             if tags and (
-                len(pieces) > 1 or marked or changed or not self._spells(folds[0][0], encoded[0])
+                len(pieces) > 1
+                or marked
+                or changed
+                or len(folds[0][0]) != len(pieces[0])  # an NFD text read in NFC
+                or not self._spells(folds[0][0], encoded[0])
             ):
                 return self._parts(text, inline=False)
             for k, (piece, ids) in enumerate(zip(pieces, encoded, strict=True)):
@@ -915,9 +942,10 @@ class Translator:
         ``beam`` 1 is greedy decoding; ``sample=True`` samples instead (with ``temperature``,
         ``top_k``, ``top_p`` and a ``seed`` for reproducibility). ``decode`` overrides all.
         ``fix_numbers`` puts back source numbers the model garbled ("2017" → "20177"; see
-        :func:`attenzione.data.numbers.repair_numbers`) and writes the source's numbers in the
-        target's convention, :attr:`number_format` ("2.3 million" → "2,3 milioni"); False:
-        the model's output as it is.
+        :func:`attenzione.data.numbers.repair_numbers`) and the currency symbols it dropped
+        ("$19.99" → "19,99": :func:`~attenzione.data.numbers.restore_currency`), and writes
+        the source's numbers in the target's convention, :attr:`number_format` ("2.3
+        million" → "2,3 milioni"); False: the model's output as it is.
         ``number_coverage`` makes beam search prefer a translation that has written every
         digit of the source's numbers (:class:`attenzione.decoding.Coverage`; 0 = off; greedy
         decoding and sampling ignore it). ``punctuation_coverage`` does the same for the
@@ -968,8 +996,9 @@ class Translator:
             yield from self._translate_lines(block, cfg, batch_size, fix_numbers)
 
     def _finish(self, source: str, text: str, fix_numbers: bool) -> str:
-        """A decoded translation of ``source`` as the user gets it: its numbers repaired and
-        written in :attr:`number_format` ("55,000" → "55.000" for Italian); with
+        """A decoded translation of ``source`` as the user gets it: its numbers repaired, the
+        currency symbols it dropped put back, its numbers written in :attr:`number_format`
+        ("55,000" → "55.000" for Italian); with
         ``fix_numbers`` False, exactly what the model wrote."""
         if not fix_numbers:
             return text
@@ -1109,11 +1138,13 @@ class Translator:
         (k,) = readable
         ids = parts[k].ids
         assert ids is not None
-        out = []
+        out: list[tuple[str, float]] = []
         for h in self.translate_ids([ids], cfg)[0]:
             texts = [p.text for p in parts]
             texts[k] = self._written(parts[k], h, fix_numbers)
-            out.append((self._line(zip(parts, texts, strict=True)), h.score))
+            line = self._line(zip(parts, texts, strict=True))
+            if all(line != seen for seen, _ in out):  # the repairs can make two alike
+                out.append((line, h.score))
         return out
 
     def translate_scored(

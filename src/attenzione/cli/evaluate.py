@@ -47,7 +47,8 @@ def evaluate(
     fix_numbers: bool = typer.Option(
         True,
         "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled (default), or score the output unrepaired.",
+        help="Put back source numbers the model garbled and currency symbols it dropped "
+        "(default), or score the output unrepaired.",
     ),
     number_coverage: float = number_coverage_option(),
     punctuation_coverage: float = punctuation_coverage_option(),

@@ -83,7 +83,8 @@ def translate(
     fix_numbers: bool = typer.Option(
         True,
         "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled (default), or print the output unrepaired.",
+        help="Put back source numbers the model garbled and currency symbols it dropped "
+        "(default), or print the output unrepaired.",
     ),
     number_format: str = number_format_option(),
 ) -> None:

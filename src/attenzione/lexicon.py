@@ -97,7 +97,7 @@ def piece_table(pieces: Sequence[str], eos_id: int) -> tuple[list[bytes], Tensor
     return texts, starts
 
 
-def _has(words: Sequence[str], w: str, *, whole: bool) -> bool:
+def holds(words: Sequence[str], w: str, *, whole: bool) -> bool:
     """Whether sorted ``words`` hold ``w`` (``whole``) or a word that starts with it."""
     i = bisect.bisect_left(words, w)
     return i < len(words) and (words[i] == w if whole else words[i].startswith(w))
@@ -119,12 +119,12 @@ class Lexicon:
         self._sorted_sources = [sorted(words) for words in self.sources]
 
     def _is_word(self, sent: int, word: str) -> bool:
-        return _has(self.known, word, whole=True) or _has(
+        return holds(self.known, word, whole=True) or holds(
             self._sorted_sources[sent], word, whole=True
         )
 
     def _is_start(self, sent: int, prefix: str) -> bool:
-        return _has(self.known, prefix, whole=False) or _has(
+        return holds(self.known, prefix, whole=False) or holds(
             self._sorted_sources[sent], prefix, whole=False
         )
 

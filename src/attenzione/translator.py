@@ -37,7 +37,6 @@ way (an n-best list needs one stretch of text).
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
 import unicodedata
@@ -67,7 +66,7 @@ from attenzione.data.numbers import (
 from attenzione.data.sentences import split_sentences
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Coverage, Hypothesis, WholeCharacters, generate, utf8_roles
-from attenzione.lexicon import Lexicon, piece_table, words_of
+from attenzione.lexicon import Lexicon, holds, piece_table, words_of
 from attenzione.markup import (
     Tag,
     inline_pairs,
@@ -150,12 +149,6 @@ def _base_letter(ch: str) -> str | None:
         return _BASE_LETTER[ch]
     base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
     return base if len(base) == 1 and base.isascii() and base.isalpha() else None
-
-
-def _is_known(words: Sequence[str], word: str) -> bool:
-    """Whether the sorted ``words`` hold ``word``."""
-    i = bisect.bisect_left(words, word)
-    return i < len(words) and words[i] == word
 
 
 def _unfolded(text: str, swaps: Sequence[tuple[str, str]]) -> str:
@@ -490,8 +483,7 @@ class Translator:
             hit = unicodedata.category(ch) in ("So", "Sk") and ord(ch) >= 0x2190
             if hit:
                 tok = self.src_tokenizer
-                ids = tok.encode(ch)
-                hit = tok.unk_id in ids or any(is_byte_piece(tok.id_to_token(i)) for i in ids)
+                hit = self._spelled_in_bytes(ch) or tok.unk_id in tok.encode(ch)
             self._carried[ch] = hit
         return hit
 
@@ -520,7 +512,7 @@ class Translator:
         read = "".join(b for b in letters if b is not None)
         lower = read.lower()
         known = self.known_words
-        if (known is not None and _is_known(known, lower)) or lower in self._not_free:
+        if (known is not None and holds(known, lower, whole=True)) or lower in self._not_free:
             return None
         return read
 
@@ -542,7 +534,7 @@ class Translator:
             read = self._foldable(word)
             if read is None or read.casefold() in folded:
                 continue
-            if read in found and found[read] != word:
+            if read in found:  # another word reads alike
                 clash.add(read)
             found[read] = word
         swaps = tuple((r, w) for r, w in sorted(found.items()) if r not in clash)

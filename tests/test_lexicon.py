@@ -356,14 +356,15 @@ def test_translated_words_round_trip_through_a_model_directory(tmp_path: Path) -
 def test_the_shipped_model_translates_a_word_its_data_never_copies() -> None:
     tr = Translator.from_pretrained()
     assert tr.translated_words is not None and len(tr.translated_words) > 10_000
-    assert {"july", "police", "fortress"} <= set(tr.translated_words)
+    assert {"july", "police", "vaccine"} <= set(tr.translated_words)
     assert not {"tom", "boston"} & set(tr.translated_words)
-    sentence = "Former president Jimmy Carter visited the fortress."
+    # an odd sentence, but the one where the model's likeliest word is the English one
+    sentence = "Former president Jimmy Carter visited the vaccine."
     out = tr.translate(sentence)[0]
-    assert "fortezza" in out and "fortress" not in out and "Jimmy Carter" in out
+    assert "vaccino" in out and "vaccine" not in out and "Jimmy Carter" in out
     # with every source word free to copy, the model leaves the English word in
     tr.translated_words = None
-    assert "fortress" in tr.translate(sentence)[0]
+    assert "vaccine" in tr.translate(sentence)[0]
 
 
 def test_the_shipped_model_writes_no_empty_word() -> None:

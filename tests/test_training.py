@@ -464,6 +464,57 @@ def test_average_errors_are_one_line(corpus: Path, tmp_path: Path) -> None:
     assert "Traceback" not in res.output
 
 
+def test_average_blends_the_mean_with_the_model_it_started_from(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """--blend-with M --blend-weight W writes (1 - W) * mean + W * M, and says so in info.json;
+    a model of another vocabulary or shape, or a weight outside 0-1, is a one-line error."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "run"
+    train(_cfg(corpus, out, max_steps=30, eval_every=10, keep_snapshots=2), **QUIET)
+    start = tmp_path / "start"
+    train(_cfg(corpus, start, max_steps=10, eval_every=10), **QUIET)
+    shutil.copytree(out / "src_tokenizer", start / "last" / "src_tokenizer", dirs_exist_ok=True)
+    shutil.copytree(out / "tgt_tokenizer", start / "last" / "tgt_tokenizer", dirs_exist_ok=True)
+    runner = CliRunner()
+    args = ["average", str(out), "--last", "2", "--blend-with", str(start / "last")]
+    res = runner.invoke(app, [*args, "--blend-weight", "0.25", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "moved 0.25 of the way to" in res.output
+    a = load_file(str(out / "snapshots" / "step-20.safetensors"))
+    b = load_file(str(out / "snapshots" / "step-30.safetensors"))
+    m = load_file(str(start / "last" / "model.safetensors"))
+    blended = load_model(tmp_path / "b").state_dict()
+    name = "src_embed.embedding.weight"
+    assert not torch.equal(m[name], (a[name] + b[name]) / 2)  # the two did differ
+    for k, tensor in a.items():
+        torch.testing.assert_close(blended[k], 0.75 * (tensor + b[k]) / 2 + 0.25 * m[k])
+    info = json.loads((tmp_path / "b" / "info.json").read_text())
+    assert info["blended_with"] == {"model": str(start / "last"), "weight": 0.25}
+    assert info["averaged_steps"] == [20, 30]
+    # weight 1 is the other model's weights
+    res = runner.invoke(app, [*args, "--blend-weight", "1", "--out", str(tmp_path / "one")])
+    assert res.exit_code == 0, res.output
+    torch.testing.assert_close(load_model(tmp_path / "one").state_dict()[name], m[name])
+    res = runner.invoke(app, [*args, "--blend-weight", "1.5", "--out", str(tmp_path / "c")])
+    assert res.exit_code == 2 and "between 0 and 1" in res.output, res.output
+    # a model with its own tokenizers (each run trains its own)
+    other = tmp_path / "other"
+    train(_cfg(corpus, other, max_steps=10, eval_every=10, vocab_size=50), **QUIET)
+    res = runner.invoke(
+        app,
+        ["average", str(out), "--blend-with", str(other / "last"), "--out", str(tmp_path / "d")],
+    )
+    assert res.exit_code == 2 and "other tokenizers" in res.output, res.output
+    res = runner.invoke(
+        app,
+        ["average", str(out), "--blend-with", str(tmp_path / "nope"), "--out", str(tmp_path / "e")],
+    )
+    assert res.exit_code == 2 and "not a model directory" in res.output, res.output
+    assert "Traceback" not in res.output
+
+
 def test_subword_sampling_feeds_other_segmentations_of_the_same_sources(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

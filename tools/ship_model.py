@@ -88,6 +88,16 @@ ATTRIBUTIONS = {
     "firefox.en-it": "Firefox ESR's English and Italian strings (MPL-2.0).",
     "games-0ad-freecol.en-it": "0 A.D. (CC BY-SA 3.0 / GPL-2+) and FreeCol (GPL-2+) game texts.",
     "gnome-help.en-it": "GNOME user documentation (see gnome-user-docs' copyright file).",
+    # the twentieth session's fine-tune (runs/pm): the prose among the program messages,
+    # split by tools/prose_pairs.py, and two Qt catalogues read by tools/qm_pairs.py
+    "top10k": "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the "
+    "program messages above), by those programs' translators; under each program's licence.",
+    "rest": "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the "
+    "program messages above), by those programs' translators; under each program's licence.",
+    "qt-long": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "
+    "their translators (Debian 12 packages gcompris-qt-data and stellarium-data).",
+    "qt-short": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "
+    "their translators (Debian 12 packages gcompris-qt-data and stellarium-data).",
 }
 
 
@@ -169,9 +179,8 @@ def main() -> None:
     for spec in _corpora_along_chain(tr.info):
         names.setdefault(spec.name, spec)
     # one string, as the trainer writes it: one paragraph per corpus
-    tr.info["attribution"] = "\n".join(
-        ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path
-    )
+    credits = [ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path]
+    tr.info["attribution"] = "\n".join(dict.fromkeys(credits))  # two parts of one source: once
     tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
     shipped = Translator.from_pretrained()
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)

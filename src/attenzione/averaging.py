@@ -49,13 +49,64 @@ def average_weights(files: Sequence[Path]) -> dict[str, Tensor]:
     return {k: (v / len(files)).to(torch.float32) for k, v in total.items()}
 
 
+def blend_weights(state: dict[str, Tensor], other: str | Path, weight: float) -> dict[str, Tensor]:
+    """``(1 - weight) * state + weight * other``, tensor by tensor (in float64, returned as
+    float32), ``other`` being a model directory of the same shape.
+
+    A fine-tuned model moved part of the way back towards the model it started from keeps
+    most of what the fine-tune taught and less of what it cost elsewhere (Wortsman et al.
+    2022, "Robust fine-tuning of zero-shot models"). A model of another shape is a ValueError.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the blend weight must be between 0 and 1, got {weight}")
+    other = Path(other)
+    if not (other / model_dir.WEIGHTS_NAME).is_file():
+        raise FileNotFoundError(
+            f"{other / model_dir.WEIGHTS_NAME} not found: not a model directory"
+        )
+    theirs = model_dir.load_weights_file(other / model_dir.WEIGHTS_NAME)
+    if theirs.keys() != state.keys():
+        diff = sorted(theirs.keys() ^ state.keys())[:3]
+        raise ValueError(f"{other} holds other tensors than the average ({', '.join(diff)})")
+    out = {}
+    for k, v in state.items():
+        if theirs[k].shape != v.shape:
+            raise ValueError(
+                f"{other}: {k} has shape {tuple(theirs[k].shape)}, the average {tuple(v.shape)}"
+            )
+        mixed = (1.0 - weight) * v.to(torch.float64) + weight * theirs[k].to(torch.float64)
+        out[k] = mixed.to(torch.float32)
+    return out
+
+
+def _same_tokenizers(a: Path, b: Path) -> bool:
+    """Whether two model directories hold byte-identical tokenizer files."""
+    for sub in (model_dir.SRC_TOKENIZER, model_dir.TGT_TOKENIZER):
+        files_a = sorted(p.name for p in (a / sub).glob("*") if p.is_file())
+        files_b = sorted(p.name for p in (b / sub).glob("*") if p.is_file())
+        if files_a != files_b:
+            return False
+        if any((a / sub / f).read_bytes() != (b / sub / f).read_bytes() for f in files_a):
+            return False
+    return True
+
+
 def average_run(
-    run_dir: str | Path, out: str | Path, *, last: int = 5, steps: Sequence[int] | None = None
+    run_dir: str | Path,
+    out: str | Path,
+    *,
+    last: int = 5,
+    steps: Sequence[int] | None = None,
+    blend_with: str | Path | None = None,
+    blend_weight: float = 0.0,
 ) -> dict[str, object]:
     """Average the run's last ``last`` snapshots (or the given ``steps``) into model dir ``out``.
 
     The config, tokenizers and word list come from the run's ``last/`` checkpoint;
-    ``info.json`` is its info with the averaged steps added. Returns that info.
+    ``info.json`` is its info with the averaged steps added. With ``blend_with`` (a model
+    directory of the same shape and tokenizers, typically the one the run was initialised
+    from) the mean is then moved ``blend_weight`` of the way towards it
+    (:func:`blend_weights`), and ``info.json`` records it. Returns that info.
     """
     run_dir = Path(run_dir)
     source = model_dir.find_model_dir(run_dir / "last")
@@ -78,6 +129,13 @@ def average_run(
             )
         chosen = sorted(set(steps))
     state = average_weights([snapshot_path(run_dir, s) for s in chosen])
+    if blend_with is not None:
+        other = model_dir.find_model_dir(blend_with)
+        if other is None:
+            raise FileNotFoundError(f"{blend_with} is not a model directory")
+        if not _same_tokenizers(source, other):
+            raise ValueError(f"{blend_with} has other tokenizers than {run_dir}: cannot blend")
+        state = blend_weights(state, other, blend_weight)
     model = model_dir.load_model(source)
     model_dir.check_state(model, state, f"the snapshots in {run_dir / SNAPSHOTS}")
     model.load_state_dict(state, strict=False)
@@ -93,6 +151,8 @@ def average_run(
     )
     for key in [k for k in info if k.startswith("dev_") and k.endswith("_greedy")]:
         info[key] = None
+    if blend_with is not None:
+        info["blended_with"] = {"model": str(blend_with), "weight": blend_weight}
     words = model_dir.read_words(source)  # last/'s known words, the run's training targets
     translated = model_dir.read_words(source, model_dir.TRANSLATED_NAME)
     model_dir.write_model_dir(

@@ -30,6 +30,17 @@ def average(
     steps: str | None = typer.Option(
         None, "--steps", help="Average these snapshots instead, e.g. 9000,9500,10000."
     ),
+    blend_with: Path | None = typer.Option(
+        None,
+        "--blend-with",
+        help="A model of the same shape and tokenizers (typically the one the run started "
+        "from) to move the mean towards, by --blend-weight.",
+    ),
+    blend_weight: float = typer.Option(
+        0.3,
+        "--blend-weight",
+        help="With --blend-with: (1 - W) * mean + W * that model (0-1).",
+    ),
 ) -> None:
     """Average the weights of a run's last checkpoints into a model directory.
 
@@ -38,13 +49,19 @@ def average(
     one checkpoint; score it with `attenzione evaluate --model OUT`.
     """
     chosen = _steps(steps)
+    if not 0.0 <= blend_weight <= 1.0:
+        fail(f"--blend-weight must be between 0 and 1, got {blend_weight}")
     check_output_dir(out, "--out")
     with user_errors():
         from attenzione.averaging import average_run
 
-        info = average_run(run, out, last=last, steps=chosen)
+        info = average_run(
+            run, out, last=last, steps=chosen, blend_with=blend_with, blend_weight=blend_weight
+        )
     averaged = info["averaged_steps"]
     assert isinstance(averaged, list)
+    blended = f", moved {blend_weight:g} of the way to {blend_with}," if blend_with else ""
     typer.echo(
-        f"averaged {len(averaged)} snapshots (steps {', '.join(map(str, averaged))}) into {out}"
+        f"averaged {len(averaged)} snapshots (steps {', '.join(map(str, averaged))}){blended}"
+        f" into {out}"
     )

@@ -10,8 +10,8 @@ English side that starts with a capital and ends a sentence; one pair per Englis
 (docs/broad-training.md): the mean, over a sentence's tokens, of log p_in − log p_general,
 where p_in is Zipf over GloVe 6B's word order (its frequency in Wikipedia and Gigaword news)
 and p_general the add-one unigram of the English sides of ``--general`` (a training mix, its
-distinct lines) and of the kept pairs. Writes ``DIR/top.tsv`` (the first ``--top``, 10,000)
-and ``DIR/rest.tsv``.
+distinct lines) and of the kept pairs. Writes ``DIR/top10k.tsv`` (the first ``--top``,
+10,000; the name follows it) and ``DIR/rest.tsv``.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     lines = ranked(prose(args.messages), args.general)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, part in (("top.tsv", lines[: args.top]), ("rest.tsv", lines[args.top :])):
+    top = f"top{args.top // 1000}k.tsv" if args.top % 1000 == 0 else f"top{args.top}.tsv"
+    for name, part in ((top, lines[: args.top]), ("rest.tsv", lines[args.top :])):
         (args.out / name).write_text("".join(f"{line}\n" for line in part), encoding="utf-8")
         print(f"{args.out / name}: {len(part)} pairs")
 

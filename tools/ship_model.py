@@ -67,6 +67,11 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
     }
 
 
+PROSE = (
+    "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the program "
+    "messages credited here), by those programs' translators; under each program's licence."
+)
+
 # What each corpus of the shared data asks to be credited with (../shared/data/README.md);
 # a corpus not named here is listed by path only.
 ATTRIBUTIONS = {
@@ -90,10 +95,8 @@ ATTRIBUTIONS = {
     "gnome-help.en-it": "GNOME user documentation (see gnome-user-docs' copyright file).",
     # the twentieth session's fine-tune (runs/pm): the prose among the program messages,
     # split by tools/prose_pairs.py, and two Qt catalogues read by tools/qm_pairs.py
-    "top10k": "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the "
-    "program messages above), by those programs' translators; under each program's licence.",
-    "rest": "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the "
-    "program messages above), by those programs' translators; under each program's licence.",
+    "top10k": PROSE,
+    "rest": PROSE,
     "qt-long": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "
     "their translators (Debian 12 packages gcompris-qt-data and stellarium-data).",
     "qt-short": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "

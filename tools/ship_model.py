@@ -71,6 +71,10 @@ PROSE = (
     "Prose from the Italian gettext catalogues of Debian 12 packages (a part of the program "
     "messages credited here), by those programs' translators; under each program's licence."
 )
+QT = (
+    "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by their "
+    "translators (Debian 12 packages gcompris-qt-data and stellarium-data)."
+)
 
 # What each corpus of the shared data asks to be credited with (../shared/data/README.md);
 # a corpus not named here is listed by path only.
@@ -97,10 +101,8 @@ ATTRIBUTIONS = {
     # split by tools/prose_pairs.py, and two Qt catalogues read by tools/qm_pairs.py
     "top10k": PROSE,
     "rest": PROSE,
-    "qt-long": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "
-    "their translators (Debian 12 packages gcompris-qt-data and stellarium-data).",
-    "qt-short": "GCompris 3.1 (GPL-3+) and Stellarium 0.22 (GPL-2+) Italian translations, by "
-    "their translators (Debian 12 packages gcompris-qt-data and stellarium-data).",
+    "qt-long": QT,
+    "qt-short": QT,
 }
 
 

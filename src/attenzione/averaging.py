@@ -23,19 +23,26 @@ from attenzione import model_dir
 from attenzione.model_dir import SNAPSHOTS, snapshot_path, snapshot_steps
 
 
-def average_weights(files: Sequence[Path]) -> dict[str, Tensor]:
-    """The element-wise mean (in float64, returned as float32) of several weight files.
+def average_weights(
+    files: Sequence[Path], weights: Sequence[float] | None = None
+) -> dict[str, Tensor]:
+    """The element-wise mean (in float64, returned as float32) of several weight files, or
+    with ``weights`` their weighted sum (one weight per file; the caller makes them sum to 1).
 
     The files must hold the same tensors with the same shapes: anything else is a ValueError
     naming the first file that differs.
     """
     if not files:
         raise ValueError("nothing to average: no weight files given")
+    if weights is None:
+        weights = [1.0 / len(files)] * len(files)
+    if len(weights) != len(files):
+        raise ValueError(f"{len(weights)} weights for {len(files)} weight files")
     total: dict[str, Tensor] = {}
-    for i, path in enumerate(files):
+    for i, (path, w) in enumerate(zip(files, weights, strict=True)):
         state = model_dir.load_weights_file(path)
         if i == 0:
-            total = {k: v.to(torch.float64) for k, v in state.items()}
+            total = {k: w * v.to(torch.float64) for k, v in state.items()}
             continue
         if state.keys() != total.keys():
             diff = sorted(state.keys() ^ total.keys())[:3]
@@ -45,38 +52,8 @@ def average_weights(files: Sequence[Path]) -> dict[str, Tensor]:
                 raise ValueError(
                     f"{path}: {k} has shape {tuple(v.shape)}, {files[0]} {tuple(total[k].shape)}"
                 )
-            total[k] += v.to(torch.float64)
-    return {k: (v / len(files)).to(torch.float32) for k, v in total.items()}
-
-
-def blend_weights(state: dict[str, Tensor], other: str | Path, weight: float) -> dict[str, Tensor]:
-    """``(1 - weight) * state + weight * other``, tensor by tensor (in float64, returned as
-    float32), ``other`` being a model directory of the same shape.
-
-    A fine-tuned model moved part of the way back towards the model it started from keeps
-    most of what the fine-tune taught and less of what it cost elsewhere (Wortsman et al.
-    2022, "Robust fine-tuning of zero-shot models"). A model of another shape is a ValueError.
-    """
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"the blend weight must be between 0 and 1, got {weight}")
-    other = Path(other)
-    if not (other / model_dir.WEIGHTS_NAME).is_file():
-        raise FileNotFoundError(
-            f"{other / model_dir.WEIGHTS_NAME} not found: not a model directory"
-        )
-    theirs = model_dir.load_weights_file(other / model_dir.WEIGHTS_NAME)
-    if theirs.keys() != state.keys():
-        diff = sorted(theirs.keys() ^ state.keys())[:3]
-        raise ValueError(f"{other} holds other tensors than the average ({', '.join(diff)})")
-    out = {}
-    for k, v in state.items():
-        if theirs[k].shape != v.shape:
-            raise ValueError(
-                f"{other}: {k} has shape {tuple(theirs[k].shape)}, the average {tuple(v.shape)}"
-            )
-        mixed = (1.0 - weight) * v.to(torch.float64) + weight * theirs[k].to(torch.float64)
-        out[k] = mixed.to(torch.float32)
-    return out
+            total[k] += w * v.to(torch.float64)
+    return {k: v.to(torch.float32) for k, v in total.items()}
 
 
 def _same_tokenizers(a: Path, b: Path) -> bool:
@@ -105,8 +82,10 @@ def average_run(
     The config, tokenizers and word list come from the run's ``last/`` checkpoint;
     ``info.json`` is its info with the averaged steps added. With ``blend_with`` (a model
     directory of the same shape and tokenizers, typically the one the run was initialised
-    from) the mean is then moved ``blend_weight`` of the way towards it
-    (:func:`blend_weights`), and ``info.json`` records it. Returns that info.
+    from) the mean is moved ``blend_weight`` of the way towards it: a fine-tuned model moved
+    part of the way back to the model it started from keeps most of what the fine-tune taught
+    and less of what it cost elsewhere (weight-space ensembling, Wortsman et al. 2022,
+    "Robust fine-tuning of zero-shot models"); ``info.json`` records it. Returns that info.
     """
     run_dir = Path(run_dir)
     source = model_dir.find_model_dir(run_dir / "last")
@@ -128,14 +107,20 @@ def average_run(
                 f"no snapshot of step {missing[0]} in {run_dir / SNAPSHOTS} (it has {have})"
             )
         chosen = sorted(set(steps))
-    state = average_weights([snapshot_path(run_dir, s) for s in chosen])
+    files = [snapshot_path(run_dir, s) for s in chosen]
+    weights = [1.0 / len(files)] * len(files)
     if blend_with is not None:
+        # (1 - W) * mean + W * other: one weighted sum, W on the other model's weights
+        if not 0.0 <= blend_weight <= 1.0:
+            raise ValueError(f"the blend weight must be between 0 and 1, got {blend_weight}")
         other = model_dir.find_model_dir(blend_with)
         if other is None:
             raise FileNotFoundError(f"{blend_with} is not a model directory")
         if not _same_tokenizers(source, other):
             raise ValueError(f"{blend_with} has other tokenizers than {run_dir}: cannot blend")
-        state = blend_weights(state, other, blend_weight)
+        files.append(other / model_dir.WEIGHTS_NAME)
+        weights = [(1.0 - blend_weight) * w for w in weights] + [blend_weight]
+    state = average_weights(files, weights)
     model = model_dir.load_model(source)
     model_dir.check_state(model, state, f"the snapshots in {run_dir / SNAPSHOTS}")
     model.load_state_dict(state, strict=False)

@@ -108,7 +108,7 @@ def average_run(
             )
         chosen = sorted(set(steps))
     files = [snapshot_path(run_dir, s) for s in chosen]
-    weights = [1.0 / len(files)] * len(files)
+    weights = None  # the plain mean
     if blend_with is not None:
         # (1 - W) * mean + W * other: one weighted sum, W on the other model's weights
         if not 0.0 <= blend_weight <= 1.0:
@@ -118,8 +118,8 @@ def average_run(
             raise FileNotFoundError(f"{blend_with} is not a model directory")
         if not _same_tokenizers(source, other):
             raise ValueError(f"{blend_with} has other tokenizers than {run_dir}: cannot blend")
+        weights = [(1.0 - blend_weight) / len(files)] * len(files) + [blend_weight]
         files.append(other / model_dir.WEIGHTS_NAME)
-        weights = [(1.0 - blend_weight) * w for w in weights] + [blend_weight]
     state = average_weights(files, weights)
     model = model_dir.load_model(source)
     model_dir.check_state(model, state, f"the snapshots in {run_dir / SNAPSHOTS}")

@@ -161,9 +161,15 @@ def _unfolded(text: str, swaps: Sequence[tuple[str, str]]) -> str:
     loose: dict[str, str] = {}
     for read, original in swaps:
         loose.setdefault(read.casefold(), original)
-    pattern = "|".join(re.escape(r) for r, _ in sorted(swaps, key=lambda s: -len(s[0])))
-    word = re.compile(rf"(?<![^\W\d_])(?:{pattern})(?![^\W\d_])", re.IGNORECASE)
+    word = _whole_words([r for r, _ in swaps], re.IGNORECASE)
     return word.sub(lambda m: exact.get(m.group(0)) or loose[m.group(0).casefold()], text)
+
+
+def _whole_words(words: Sequence[str], flags: int = 0) -> re.Pattern[str]:
+    """A pattern for any of ``words`` standing as a whole word (no letter either side), the
+    longest tried first."""
+    pattern = "|".join(re.escape(w) for w in sorted(words, key=lambda w: -len(w)))
+    return re.compile(rf"(?<![^\W\d_])(?:{pattern})(?![^\W\d_])", flags)
 
 
 # The short words English title case leaves in lower case ("Species in the Amazon").
@@ -538,8 +544,9 @@ class Translator:
                 clash.add(read)
             found[read] = word
         swaps = tuple((r, w) for r, w in sorted(found.items()) if r not in clash)
-        for read, word in swaps:
-            text = re.sub(rf"(?<![^\W\d_]){re.escape(word)}(?![^\W\d_])", read, text)
+        if swaps:
+            reads = {w: r for r, w in swaps}
+            text = _whole_words(list(reads)).sub(lambda m: reads[m.group(0)], text)
         return text, swaps
 
     def _truecase(self, text: str, *, starts: bool) -> str:

@@ -1,4 +1,4 @@
-"""Markdown tables from a bench results file (what the README's Speed section shows).
+"""Markdown tables from a bench results file (what docs/benchmarks.md shows).
 
     python -m bench.report [bench/results.json]
 
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     path = Path(args[0] if args else "bench/results.json")
     data = json.loads(path.read_text())
     results = data["results"]
-    # a markdown list, so the lines stay lines when pasted into the README
+    # a markdown list, so the lines stay lines when pasted into docs/benchmarks.md
     print(
         f"- preset {data['preset']}, {data['threads']} threads, torch {data['torch']}, "
         f"{data['date']} ({data['seconds']} s)"

@@ -1,4 +1,4 @@
-"""Masks: shapes, dtype, polarity (True = may attend) and seed 000's three definitions."""
+"""Masks: shapes, dtype, polarity (True = may attend) and the three full masks' definitions."""
 
 from __future__ import annotations
 

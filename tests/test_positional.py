@@ -1,4 +1,4 @@
-"""Sinusoidal positions (seed 004's worked example) and learned positions."""
+"""Sinusoidal positions (a worked example: d_model 4, pos 1) and learned positions."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from attenzione.positional import (
 )
 
 
-def test_seed_004_worked_example() -> None:
+def test_worked_example() -> None:
     """d_model 4, pos 1 → [sin 1, cos 1, sin 0.01, cos 0.01] = [0.8415, 0.5403, 0.0100, 0.9999]."""
     pe = sinusoidal_table(2, 4)
     torch.testing.assert_close(

@@ -104,7 +104,7 @@ def test_resume_says_which_requested_settings_it_keeps(corpus: Path, tmp_path: P
 
 
 def test_a_moses_prefix_trains_from_the_command_line(tmp_path: Path) -> None:
-    """The README's ``--data PREFIX`` with PREFIX.en + PREFIX.it (once refused by the CLI)."""
+    """docs/training.md's ``--data PREFIX`` with PREFIX.en + PREFIX.it (once refused by the CLI)."""
     pairs = toy_pairs()
     (tmp_path / "toy.en").write_text("".join(s + "\n" for s, _ in pairs))
     (tmp_path / "toy.it").write_text("".join(t + "\n" for _, t in pairs))

@@ -1,6 +1,6 @@
 """The page at ``/`` in headless Chromium: type English, read Italian, explore the attention.
 
-Set ``ATTENZIONE_SCREENSHOT=path.png`` to keep the screenshot the test takes (the README's
+Set ``ATTENZIONE_SCREENSHOT=path.png`` to keep the screenshot the test takes (docs/service.md's
 ``docs/serve.png`` is made that way).
 """
 

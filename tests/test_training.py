@@ -375,8 +375,8 @@ def test_sigterm_saves_last_and_the_run_resumes(corpus: Path, tmp_path: Path) ->
 def test_glove50_preset_trains_from_a_glove_file_and_reports_coverage(
     corpus: Path, tmp_path: Path
 ) -> None:
-    """Seed 000's design on the toy corpus: d_model = the GloVe size, the source embedding
-    starts from (and, frozen, keeps) the GloVe rows, and the coverage is reported."""
+    """The GloVe design (``glove50``) on the toy corpus: d_model = the GloVe size, the source
+    embedding starts from (and, frozen, keeps) the GloVe rows, and the coverage is reported."""
     words = ["the", "cat", "dog", "red", "big", "is", "here", "."]
     g = torch.Generator().manual_seed(0)
     vectors = torch.randn(len(words), 12, generator=g)

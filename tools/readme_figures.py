@@ -1,4 +1,4 @@
-"""Make the README's pictures of the attention viewer from the shipped model.
+"""Make the pictures of the attention viewer (README, docs/attention.md) from the shipped model.
 
     python tools/readme_figures.py [--out docs]
 

@@ -7,8 +7,8 @@ splits and on every extra dev set of the run (``data/dev-NAME.tsv``, e.g. FLORES
 sacreBLEU BLEU and chrF and the share of numbers (URLs, code, names) copied unchanged, and
 writes ``src/attenzione/pretrained/en-it`` with fp16 weights, the tokenizers and an
 ``info.json`` carrying the scores, the training facts and the attribution of every corpus
-the run trained on (and, for a warm-started run, what it started from). The figures in the
-README come from this script's output.
+the run trained on (and, for a warm-started run, what it started from). The figures in
+docs/model.md come from this script's output.
 """
 
 from __future__ import annotations

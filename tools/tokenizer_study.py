@@ -8,7 +8,7 @@ many pieces fall back to bytes, and how a few probe words are split.
 
     python tools/tokenizer_study.py ../shared/data --sizes 8000 16000 24000 32000
 
-Prints a markdown table; the README cites it.
+Prints a markdown table; docs/tokenizer-study.md cites it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Scaled dot-product attention and multi-head attention, as seed 000 writes them.
+"""Scaled dot-product attention and multi-head attention, written out from the formula.
 
-For one query vector q_i and keys k_j, values v_j (seed 000):
+For one query vector q_i and keys k_j, values v_j:
 
     α_ij = exp(q_i·k_j / √d_k) / Σ_l exp(q_i·k_l / √d_k)        z_i = Σ_j α_ij v_j
 
@@ -14,7 +14,7 @@ and in matrix form ``Attention(Q, K, V) = softmax(QKᵀ / √d_k) V``. Three bac
     ``torch.nn.functional.scaled_dot_product_attention``: the same numbers from one kernel,
     without materialising α for the caller. The default when weights are not requested.
 ``"chunked"``
-    Memory-efficient attention (seed 002): keys are visited in blocks while a running maximum
+    Memory-efficient attention: keys are visited in blocks while a running maximum
     and a running denominator keep the softmax exact ("online softmax"), so the full Tq×Tk
     score matrix never exists; peak memory grows linearly in the key length.
 
@@ -41,7 +41,7 @@ DEFAULT_CHUNK = 256
 class AttentionRecord:
     """What one attention layer computed in one pass, returned only when weights are requested.
 
-    The viewer draws ``weights`` and ``mask``; the explanation of one head re-does seed 000's
+    The viewer draws ``weights`` and ``mask``; the explanation of one head re-does the formula's
     arithmetic from ``q``, ``k`` and ``v``. They are the very tensors the layer used (returned
     by the layer, not read off by patching it at run time), so an explanation can only ever
     describe what the model computed.
@@ -186,7 +186,7 @@ def scaled_dot_product_attention(
 
     Args:
         q: (B,H,Tq,Dk) queries. k: (B,H,Tk,Dk) keys. v: (B,H,Tk,Dv) values. Tq ≠ Tk and
-            Dv ≠ Dk are allowed (seed 003: queries from one sequence, keys from another).
+            Dv ≠ Dk are allowed (queries from one sequence, keys from another).
         mask: bool, broadcastable to (B,H,Tq,Tk), True = may attend. None = all allowed.
         need_weights: also return α (B,H,Tq,Tk); only the ``"math"`` backend can.
         backend: ``"auto"`` (fused; math when weights are needed or for bf16/fp16 on CPU),
@@ -227,7 +227,7 @@ def scaled_dot_product_attention(
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with d_model decoupled from n_heads × d_head (seed 000).
+    """Multi-head attention with d_model decoupled from n_heads × d_head.
 
     W^Q, W^K, W^V ∈ R^{d_model × n_heads·d_head} are stored stacked in one ``qkv_proj`` linear
     layer so self-attention needs a single matrix multiply; cross-attention uses the W^Q slice

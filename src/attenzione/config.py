@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -158,7 +157,7 @@ class ModelConfig(_JsonMixin):
 # has not written: chosen on the dev sets (docs/broad-training.md)
 NUMBER_COVERAGE = 0.5
 # The same, per comma, semicolon, colon or bracket of the source the translation has not
-# written (attenzione.translator.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
+# written (attenzione.scoring.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
 PUNCTUATION_COVERAGE = 0.5
 # How much beam search's ranking score weighs a finished translation's attention coverage (GNMT's
 # coverage penalty: Σ over source tokens of log min(attention received, 1), ≤ 0), which ranks
@@ -173,7 +172,9 @@ WORD_PENALTY = 8.0
 
 @dataclass(frozen=True)
 class DecodeConfig(_JsonMixin):
-    """How to turn a source sentence into a target one.
+    """How to search for a target sentence: the method and its settings. What beam search
+    ranks besides the log-prob (coverage, the word check) are ranking terms with their own
+    weights (:class:`attenzione.scoring.Terms`).
 
     ``max_len_a * src_len + max_len_b`` caps the number of generated tokens (fairseq's
     convention), never more than the model's ``max_len``.
@@ -190,19 +191,6 @@ class DecodeConfig(_JsonMixin):
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 0  # <eos> is forbidden before this many new tokens (benchmarks use it)
-    # beam search ranks a finished translation this much lower (in its length-normalised
-    # log-prob) per digit of the source's numbers it has not written (0 = off; greedy and
-    # sampling ignore it; see decoding.Coverage)
-    number_coverage: float = NUMBER_COVERAGE
-    # the same per comma, semicolon, colon or bracket of the source not written (0 = off)
-    punctuation_coverage: float = PUNCTUATION_COVERAGE
-    # beam search adds this times a finished translation's attention coverage (≤ 0) to its
-    # ranking score (0 = off; greedy and sampling ignore it; see decoding.generate)
-    attention_coverage: float = ATTENTION_COVERAGE
-    # beam search ranks a hypothesis this much lower (in total log-prob) per word it writes
-    # that is neither a known word of the model nor in the source (0 = off; needs the model's
-    # word list; greedy and sampling ignore it; see attenzione.lexicon)
-    word_penalty: float = WORD_PENALTY
 
     def __post_init__(self) -> None:
         _check(
@@ -221,25 +209,34 @@ class DecodeConfig(_JsonMixin):
         _check(self.max_len_a >= 0, f"max_len_a must be >= 0, got {self.max_len_a}")
         _check(self.max_len_b >= 1, f"max_len_b must be >= 1, got {self.max_len_b}")
         _check(self.min_len >= 0, f"min_len must be >= 0, got {self.min_len}")
-        _check(
-            self.number_coverage >= 0, f"number_coverage must be >= 0, got {self.number_coverage}"
-        )
-        _check(
-            math.isfinite(self.word_penalty) and self.word_penalty >= 0,
-            f"word_penalty must be a finite number >= 0, got {self.word_penalty}",
-        )
-        _check(
-            math.isfinite(self.number_coverage),
-            f"number_coverage must be finite, got {self.number_coverage}",
-        )
-        _check(
-            math.isfinite(self.attention_coverage) and self.attention_coverage >= 0,
-            f"attention_coverage must be a finite number >= 0, got {self.attention_coverage}",
-        )
-        _check(
-            math.isfinite(self.punctuation_coverage) and self.punctuation_coverage >= 0,
-            f"punctuation_coverage must be a finite number >= 0, got {self.punctuation_coverage}",
-        )
+
+
+def search_config(
+    beam: int = 4,
+    n_best: int = 1,
+    *,
+    sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    length_penalty: float = 1.0,
+) -> DecodeConfig:
+    """The search the usual options describe: sampling, greedy (beam 1, one candidate) or beam
+    search with ``n_best`` candidates (the beam widened to hold them)."""
+    # Sampling options are checked even when sampling is off: a bad value is a mistake either
+    # way, and silently ignoring it would hide it.
+    sampling = DecodeConfig(
+        method="sample", temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+    )
+    if sample:
+        return sampling
+    _check(beam >= 1, f"beam must be >= 1, got {beam}")
+    if beam == 1 and n_best == 1:
+        return DecodeConfig(method="greedy")
+    return DecodeConfig(
+        method="beam", beam_size=max(beam, n_best), n_best=n_best, length_penalty=length_penalty
+    )
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Token embeddings: learned, or initialised from pretrained vectors such as GloVe (seed 000).
+"""Token embeddings: learned, or initialised from pretrained vectors such as GloVe.
 
-A token id becomes a vector by a table lookup. Seed 000 takes the source table from GloVe, so
-its width is a GloVe size (50/100/200/300) and d_model follows it. When the vectors have
-another width than d_model, a learned linear projection maps them in — the only way to use,
+A token id becomes a vector by a table lookup. The GloVe design takes the source table from
+GloVe, so its width is a GloVe size (50/100/200/300) and d_model follows it. When the vectors
+have another width than d_model, a learned linear projection maps them in — the only way to use,
 say, 300-d GloVe in a 256-d model without throwing information away at random.
 
 As in the paper, the output is multiplied by √d_model: the sinusoidal positions have unit

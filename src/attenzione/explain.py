@@ -6,8 +6,8 @@ the reference ``math`` kernel). The model returns, per attention layer, an
 they came from, and the mask that was applied — nothing is recomputed or read off by patching
 the model. The maps keep those tensors and each layer's W^O (dequantized for an int8 model),
 and no live model: they are plain data, so :func:`explain_head` works the same for every
-precision and after the model is gone. It walks through seed 000's computation for one query
-token of one head:
+precision and after the model is gone. It walks through scaled dot-product attention for one
+query token of one head:
 
     scores_j = q_i · k_j,   scaled_j = scores_j / √d_head,   masked keys → −∞,
     α_ij = softmax_j(scaled),   z_i = Σ_j α_ij v_j,   this head's share of the output = z_i W^O_h
@@ -117,7 +117,7 @@ def collect_attention(
 
 @dataclass
 class HeadExplanation:
-    """Seed 000's computation for one query token of one head, with the model's numbers."""
+    """Attention's computation for one query token of one head, with the model's numbers."""
 
     kind: str
     layer: int

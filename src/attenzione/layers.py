@@ -1,6 +1,6 @@
-"""Encoder and decoder layers (seed 004): attention, feed-forward, residual + LayerNorm.
+"""Encoder and decoder layers: attention, feed-forward, residual + LayerNorm.
 
-Each sub-layer is wrapped as the paper does (post-norm, the default, as in the seeds)::
+Each sub-layer is wrapped as the paper does (post-norm, the default)::
 
     x = LayerNorm(x + Dropout(sublayer(x)))
 

@@ -161,6 +161,13 @@ class Charge:
     tokens: Tensor | None
     cost: float
 
+    def apply(self, rank: Tensor) -> None:
+        """Subtract the charges but ``now`` from the (N,V) ranking scores, in place."""
+        if self.end_rows is not None:
+            rank[self.end_rows] -= self.end_cost  # rows whose word would end unfinished
+        if self.rows is not None and self.tokens is not None:
+            rank[self.rows, self.tokens] -= self.cost  # tokens that spoil their word
+
 
 # how far down a row's pieces the check looks when all of its likeliest pay
 FURTHER = 256

@@ -5,12 +5,12 @@ length, D d_model, H n_heads, Dh d_head, F d_ff, V vocabulary.
 
 Every mask is built here and nowhere else, with a head axis of size 1 so it broadcasts over
 heads: (B,1,1,S) for key padding, (1,1,T,T) for causality, (B,1,T,S) for a full pairwise mask.
-This is the polarity of ``torch.nn.functional.scaled_dot_product_attention`` and of seed 000
-("True only if both tokens are not padding"). ``nn.MultiheadAttention``'s ``key_padding_mask``
+This is the polarity of ``torch.nn.functional.scaled_dot_product_attention`` (a pairwise
+mask is True only if both tokens are not padding). ``nn.MultiheadAttention``'s ``key_padding_mask``
 means the opposite; a tensor with that meaning is called ``*_is_pad`` and never reaches
 attention.
 
-Seed 000 defines three masks, all provided:
+The three full masks of an encoder–decoder Transformer, all provided:
 
 * encoder self-attention: (i, j) allowed when both token i and token j are real
   (:func:`pairwise_padding_mask`);
@@ -20,7 +20,7 @@ Seed 000 defines three masks, all provided:
 The model itself mostly uses the cheaper key-only masks (:func:`padding_mask`, or causality
 alone with right-padded targets): a padded *query* row produces an output that no loss and no
 real token ever reads, so masking it changes nothing real. The full masks are what the viewer
-and the tests use to show and check the seed's exact definition. A row in which every key is
+and the tests use to show and check the exact definitions. A row in which every key is
 masked yields zeros in :mod:`attenzione.attention`, never NaN.
 """
 
@@ -44,7 +44,7 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
 
 
 def pairwise_padding_mask(ids: Tensor, pad_id: int) -> Tensor:
-    """Seed 000's encoder mask: (B,S) ids → (B,1,S,S), (i, j) True only when both are real.
+    """The encoder mask: (B,S) ids → (B,1,S,S), (i, j) True only when both are real.
 
     Rows of padded queries are entirely False: attention returns zeros for them.
     """
@@ -64,7 +64,7 @@ def causal_mask(size: int, *, offset: int = 0, device: torch.device | str | None
 
 
 def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
-    """Seed 000's decoder mask: causal AND both tokens real. (B,T) → (B,1,T,T)."""
+    """The decoder mask: causal AND both tokens real. (B,T) → (B,1,T,T)."""
     t = tgt_ids.shape[1]
     return causal_mask(t, device=tgt_ids.device) & pairwise_padding_mask(tgt_ids, pad_id)
 
@@ -72,14 +72,14 @@ def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
 def with_real_queries(key_mask: Tensor, query_ids: Tensor, pad_id: int) -> Tensor:
     """A (B,1,1,S) key mask restricted to real queries: (B,1,T,S), False on padded rows.
 
-    This is how the decoder builds seed 000's cross-attention mask from the encoder's key
+    This is how the decoder builds the full cross-attention mask from the encoder's key
     mask when the source ids are no longer at hand (only the memory and its mask are).
     """
     return key_mask & is_real(query_ids, pad_id)[:, None, :, None]  # (B,1,1,S)&(B,1,T,1)
 
 
 def cross_mask(tgt_ids: Tensor, src_ids: Tensor, pad_id: int) -> Tensor:
-    """Seed 000's cross-attention mask: target query real AND source key real. → (B,1,T,S)."""
+    """The cross-attention mask: target query real AND source key real. → (B,1,T,S)."""
     return with_real_queries(padding_mask(src_ids, pad_id), tgt_ids, pad_id)
 
 

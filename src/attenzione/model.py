@@ -1,4 +1,4 @@
-"""The encoder–decoder Transformer (seed 004), end to end.
+"""The encoder–decoder Transformer of Vaswani et al. (2017), end to end.
 
     source ids ─ embed + positions ─ N × EncoderLayer ───────────────┐ memory (B,S,D)
     target ids ─ embed + positions ─ M × DecoderLayer (self, cross) ─┴─ linear ─ logits (B,T,V)
@@ -16,8 +16,9 @@ No file I/O here: reading and writing model directories is :mod:`attenzione.mode
 Masks (built once per batch, in :mod:`attenzione.masks`): the encoder and cross-attention use
 the source key-padding mask (B,1,1,S); decoder self-attention uses causality alone, which is
 exact for right-padded targets (a real target token never attends to a padded one, because
-padding only ever comes after it). With ``need_weights=True`` the full masks of seed 000 are
-used instead, so a padded query's row is drawn as empty rather than as noise.
+padding only ever comes after it). With ``need_weights=True`` the full masks of
+:mod:`attenzione.masks` (padded queries too) are used instead, so a padded query's row is
+drawn as empty rather than as noise.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class Transformer(nn.Module):
         cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
         t = tgt_ids.shape[1]
         if need_weights:
-            # Seed 000's full masks, so a padded query's row is drawn empty, not as noise.
+            # The full masks, so a padded query's row is drawn empty, not as noise.
             if offset == 0:
                 self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id)  # (B,1,T,T)
             else:  # the cached keys' padding is not at hand; causality is what applies

@@ -1,15 +1,14 @@
-"""Positional information: sinusoidal (seed 004, the paper) and learned.
+"""Positional information: sinusoidal (the paper's) and learned.
 
 Attention is permutation-invariant: without positions "dog bites man" and "man bites dog"
-encode to the same set of vectors. Seed 004 adds to each token embedding
+encode to the same set of vectors. The paper adds to each token embedding
 
     PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 
 so each pair of dimensions is a clock of its own frequency. With d_model = 4 and pos = 1 the
-seed's worked example gives [sin 1, cos 1, sin 0.01, cos 0.01] = [0.8415, 0.5403, 0.0100,
-0.9999]. An odd d_model (GloVe sizes are even, but a user may choose 51) simply drops the last
-cosine column.
+formula gives [sin 1, cos 1, sin 0.01, cos 0.01] = [0.8415, 0.5403, 0.0100, 0.9999]. An odd
+d_model (GloVe sizes are even, but a user may choose 51) simply drops the last cosine column.
 
 Both modules take an ``offset`` so the decoder, fed one new token at a time from a K/V cache,
 gets position ``offset`` rather than 0.
@@ -24,7 +23,7 @@ from torch import Tensor, nn
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """(max_len, D) table of seed 004's sinusoids, float32."""
+    """(max_len, D) table of the paper's sinusoids, float32."""
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (L,1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),)
     # 1 / 10000^(2i/d_model), computed in float64 so the table is exact to fp32 precision.

@@ -13,7 +13,7 @@
   what remains is the fp32 embedding matrix, which dynamic quantization leaves alone).
 
 Both are approximations of the fp32 model; the test suite bounds how far their logits move
-and the README reports their BLEU cost on the dev set (``attenzione evaluate --precision``).
+and docs/benchmarks.md reports their BLEU cost on the dev set (``attenzione evaluate --precision``).
 """
 
 from __future__ import annotations

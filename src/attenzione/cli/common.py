@@ -99,57 +99,67 @@ def in_range(low: float, high: float, *, low_open: bool = False) -> Callback:
     return check
 
 
-def number_coverage_option() -> Any:
-    """``--number-coverage``, as ``translate`` and ``evaluate`` take it."""
-    from attenzione.config import NUMBER_COVERAGE
-
+def no_step_option() -> Any:
+    """``--no-step NAME``, as ``translate``, ``evaluate`` and ``serve`` take it."""
     return typer.Option(
-        NUMBER_COVERAGE,
-        help="Beam search: rank a translation this much lower (in its score: mean log-prob per "
-        "token at length penalty 1) for each digit of the source's numbers it has not written, "
-        "so numbers are not dropped "
-        "(0 = off; greedy and sampling ignore it).",
-        callback=at_least(0),
+        None,
+        "--no-step",
+        help="Switch off a text step or a ranking term by name (repeatable): "
+        + ", ".join(_step_names())
+        + ". See docs/pipeline.md.",
+        show_default=False,
     )
 
 
-def punctuation_coverage_option() -> Any:
-    """``--punctuation-coverage``, as ``translate`` and ``evaluate`` take it."""
-    from attenzione.config import PUNCTUATION_COVERAGE
-
+def raw_option() -> Any:
+    """``--raw``: the model's own output, no text step and no ranking term."""
     return typer.Option(
-        PUNCTUATION_COVERAGE,
-        help="Beam search: the same as --number-coverage, for each comma, semicolon, colon or "
-        "bracket of the source the translation has not written (0 = off).",
-        callback=at_least(0),
+        False,
+        "--raw",
+        help="The model alone: no text step and no ranking term (beam search ranks by the "
+        "model's length-normalised log-prob).",
     )
 
 
-def attention_coverage_option() -> Any:
-    """``--attention-coverage``, as ``translate`` and ``evaluate`` take it."""
-    from attenzione.config import ATTENTION_COVERAGE
-
-    return typer.Option(
-        ATTENTION_COVERAGE,
-        help="Beam search: add this times a translation's attention coverage (the sum over "
-        "source tokens of log min(attention received, 1); lower when part of the source was "
-        "never attended to, a dropped clause) to its score (0 = off).",
-        callback=at_least(0),
-    )
+def _step_names() -> list[str]:
+    """Every text step's name and every ranking term's, as --no-step takes them (read from
+    the package without importing torch)."""
+    return [*STEP_NAMES, *TERM_NAMES]
 
 
-def word_penalty_option() -> Any:
-    """``--word-penalty``, as ``translate`` and ``evaluate`` take it."""
-    from attenzione.config import WORD_PENALTY
+# kept here (and checked against attenzione.pipeline / attenzione.scoring by a test) so that
+# --help does not import torch
+STEP_NAMES = (
+    "normalize", "carry", "capitals", "title-case", "split", "continuation", "number-format",
+    "numbers", "inline-tags", "names",
+)  # fmt: skip
+TERM_NAMES = ("number-coverage", "punctuation-coverage", "attention-coverage", "word-check")
 
-    return typer.Option(
-        WORD_PENALTY,
-        help="Beam search: rank a translation this much lower (in total log-prob) for each word "
-        "it writes that is neither in the model's word list (the words of its training "
-        "targets) nor in the source, so the model does not invent words "
-        "(0 = off; greedy, sampling and a model without a word list ignore it).",
-        callback=at_least(0),
-    )
+
+def check_steps(no_step: list[str] | None, raw: bool) -> list[str]:
+    """The names given to ``--no-step``, checked (before the model is loaded)."""
+    names = list(no_step or [])
+    unknown = [n for n in names if n not in STEP_NAMES and n not in TERM_NAMES]
+    if unknown:
+        fail(
+            f"--no-step {unknown[0]}: not a text step or a ranking term; the steps are "
+            f"{', '.join(STEP_NAMES)}; the terms are {', '.join(TERM_NAMES)}"
+        )
+    if raw and names:
+        fail("--raw already switches every step off: drop --no-step")
+    return names
+
+
+def pipeline_of(translator: Any, no_step: list[str], raw: bool) -> tuple[Any, Any]:
+    """The (pipeline, ranking terms) ``--no-step`` and ``--raw`` ask of a loaded translator."""
+    from attenzione.pipeline import Pipeline
+    from attenzione.scoring import Terms
+
+    if raw:
+        return Pipeline.build(()), Terms.none()
+    steps = [n for n in translator.pipeline.names if n not in no_step]
+    terms = translator.terms.without(n for n in no_step if n in TERM_NAMES)
+    return Pipeline.build(steps), terms
 
 
 def number_format_option() -> Any:
@@ -167,16 +177,16 @@ def number_format_option() -> Any:
         "model",
         help="How to write the source's numbers: comma (1.234,5: Italian), point (1,234.5: "
         "English), keep (as the model wrote them), or model (what its training targets did; "
-        "the shipped model: comma). Off with --no-fix-numbers.",
+        "the shipped model: comma). Off with --no-step number-format.",
         callback=check,
     )
 
 
-def check_number_flags(number_format: str, fix_numbers: bool) -> None:
-    """The format is part of the numbers' fixing: asking for one with ``--no-fix-numbers``
-    is an error (before the model is loaded)."""
-    if number_format != "model" and not fix_numbers:
-        fail("--number-format applies to the fixed numbers: drop it or --no-fix-numbers")
+def check_number_flags(number_format: str, no_step: list[str], raw: bool) -> None:
+    """Asking for a number format with the number-format step off is an error (before the
+    model is loaded)."""
+    if number_format != "model" and (raw or "number-format" in no_step):
+        fail("--number-format is the number-format step's: drop it or keep the step on")
 
 
 def set_number_format(translator: Any, number_format: str) -> None:

@@ -1,4 +1,4 @@
-"""``attenzione embeddings``: explore GloVe vectors as seed 004 does (neighbours, analogies)."""
+"""``attenzione embeddings``: explore GloVe vectors (neighbours, analogies, similarity)."""
 
 from __future__ import annotations
 

@@ -10,15 +10,16 @@ import typer
 
 from attenzione.cli.common import (
     at_least,
-    attention_coverage_option,
     check_number_flags,
+    check_steps,
     check_writable,
-    number_coverage_option,
+    fail,
+    no_step_option,
     number_format_option,
-    punctuation_coverage_option,
+    pipeline_of,
+    raw_option,
     set_number_format,
     user_errors,
-    word_penalty_option,
 )
 
 
@@ -44,16 +45,14 @@ def evaluate(
         None, help="Score only the first N pairs.", callback=at_least(1)
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
-    fix_numbers: bool = typer.Option(
-        True,
-        "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled and currency symbols it dropped "
-        "(default), or score the output unrepaired.",
+    no_step: list[str] = no_step_option(),
+    raw: bool = raw_option(),
+    compare_raw: bool = typer.Option(
+        False,
+        "--compare-raw",
+        help="Also score the model alone (--raw) on the same data, side by side (its "
+        "hypotheses go to HYPOTHESES.raw.txt).",
     ),
-    number_coverage: float = number_coverage_option(),
-    punctuation_coverage: float = punctuation_coverage_option(),
-    attention_coverage: float = attention_coverage_option(),
-    word_penalty: float = word_penalty_option(),
     number_format: str = number_format_option(),
     all_references: bool = typer.Option(
         False,
@@ -65,11 +64,15 @@ def evaluate(
 ) -> None:
     """Translate a test set and score it with sacreBLEU."""
     with user_errors():
+        from attenzione.config import search_config
         from attenzione.data import load_corpus
         from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
         from attenzione.translator import Translator
 
-        check_number_flags(number_format, fix_numbers)
+        names = check_steps(no_step, raw)
+        check_number_flags(number_format, names, raw)
+        if compare_raw and raw:
+            fail("--compare-raw already scores the raw model beside the pipeline: drop --raw")
         pairs = load_corpus(data)[:limit]
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it
@@ -81,56 +84,64 @@ def evaluate(
             sources, references = group_references(pairs)
         else:
             sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-        started = time.perf_counter()
-        hyps = translator.translate(
-            sources,
-            beam=beam,
-            number_coverage=number_coverage,
-            word_penalty=word_penalty,
-            punctuation_coverage=punctuation_coverage,
-            attention_coverage=attention_coverage,
-            fix_numbers=fix_numbers,
-        )
-        seconds = time.perf_counter() - started
-        scores = corpus_scores(hyps, references)
-        fidelity = copy_fidelity(sources, hyps)
-        out.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        search = search_config(beam)
+        runs = {"pipeline": pipeline_of(translator, names, raw)}
+        if compare_raw:
+            runs["raw"] = pipeline_of(translator, [], True)
+        report: dict[str, dict[str, object]] = {}
+        for name, (steps, terms) in runs.items():
+            started = time.perf_counter()
+            results = translator.translate(sources, search=search, terms=terms, steps=steps)
+            seconds = time.perf_counter() - started
+            hyps = [r.text for r in results]
+            scores = corpus_scores(hyps, references)
+            fidelity = copy_fidelity(sources, hyps)
+            path = (
+                out
+                if name == "pipeline"
+                else out.with_name(out.name.removesuffix(".txt") + ".raw.txt")
+            )
+            path.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+            report[name] = {
+                **scores.to_dict(),
+                "steps": list(steps.names),
+                "terms": {k: v for k, v in terms.to_dict().items() if v} if beam > 1 else {},
+                "number_format": translator.number_format
+                if "number-format" in steps.names
+                else None,
+                "seconds": round(seconds, 2),
+                "sentences_per_second": round(len(sources) / seconds, 2) if seconds else None,
+                "hypotheses": str(path),
+                "copied": {
+                    k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
+                    for k, f in fidelity.items()
+                },
+            }
+            if not as_json:
+                label = "the model alone (--raw)" if name == "raw" or raw else "with the pipeline"
+                typer.echo(f"{label}: {scores}")
+                kept = ", ".join(f"{k} {f}" for k, f in fidelity.items() if f.total)
+                typer.echo(
+                    "  copied unchanged: "
+                    + (kept or "nothing to copy (no numbers, names, URLs or code in the sources)")
+                )
+                typer.echo(
+                    f"  {len(sources)} sentences translated in {seconds:.1f} s ({precision}); "
+                    f"hypotheses written to {path}"
+                )
         if as_json:
+            main = report["pipeline"]
+            extra = {"raw": report["raw"]} if compare_raw else {}
             typer.echo(
                 json.dumps(
                     {
-                        **scores.to_dict(),
+                        **main,
                         "beam": beam,
                         "precision": precision,
                         "pairs": len(pairs),
                         "all_references": all_references,
-                        "seconds": round(seconds, 2),
-                        "hypotheses": str(out),
-                        "fix_numbers": fix_numbers,
-                        "number_format": translator.number_format if fix_numbers else None,
-                        # greedy decoding has no search for coverage to rank
-                        "number_coverage": number_coverage if beam > 1 else None,
-                        "punctuation_coverage": punctuation_coverage if beam > 1 else None,
-                        "attention_coverage": attention_coverage if beam > 1 else None,
-                        # likewise, and a model without a word list has nothing to check
-                        "word_penalty": word_penalty
-                        if beam > 1 and translator.known_words is not None
-                        else None,
-                        "copied": {
-                            k: {"kept": f.kept, "total": f.total, "share": round(f.share, 4)}
-                            for k, f in fidelity.items()
-                        },
+                        **extra,
                     },
                     indent=2,
                 )
             )
-        else:
-            typer.echo(str(scores))
-            kept = ", ".join(f"{k} {f}" for k, f in fidelity.items() if f.total)
-            typer.echo(
-                "copied unchanged: "
-                + (kept or "nothing to copy (no numbers, names, URLs or code in the sources)")
-                + ("" if fix_numbers else " (raw output: --no-fix-numbers)")
-            )
-            typer.echo(f"{len(sources)} sentences translated in {seconds:.1f} s ({precision})")
-            typer.echo(f"hypotheses written to {out}")

@@ -7,7 +7,17 @@ from typing import Any
 
 import typer
 
-from attenzione.cli.common import fail, number_format_option, set_number_format, user_errors
+from attenzione.cli.common import (
+    check_number_flags,
+    check_steps,
+    fail,
+    no_step_option,
+    number_format_option,
+    pipeline_of,
+    raw_option,
+    set_number_format,
+    user_errors,
+)
 
 
 def _limit(name: str, value: int) -> int:
@@ -56,6 +66,8 @@ def serve(
         None, help="The model's target language (default: its info.json, else it)."
     ),
     number_format: str = number_format_option(),
+    no_step: list[str] = no_step_option(),
+    raw: bool = raw_option(),
     log_level: str = typer.Option("info", help="uvicorn's log level."),
 ) -> None:
     """Serve the model over HTTP: LibreTranslate's API, scores and attention, and a live page."""
@@ -68,6 +80,8 @@ def serve(
             _limit(name, value)
         if alternatives_limit < 0 or beam < 1 or threads < 0 or not 0 < port < 65536:
             fail("--alternatives-limit and --threads must be >= 0, --beam >= 1, --port 1..65535")
+        names = check_steps(no_step, raw)
+        check_number_flags(number_format, names, raw)
         import torch
         import uvicorn
 
@@ -80,6 +94,7 @@ def serve(
             torch.set_num_threads(threads)  # once, before any inference
         translator = Translator.from_pretrained(model, precision=precision)
         set_number_format(translator, number_format)
+        steps, terms = pipeline_of(translator, names, raw)
         languages = Languages(
             source_lang or str(translator.info.get("source_language", "en")),
             target_lang or str(translator.info.get("target_language", "it")),
@@ -90,6 +105,8 @@ def serve(
             max_sentences=batch_sentences,
             max_tokens=batch_tokens,
             max_wait=batch_wait_ms / 1000.0,
+            steps=steps,
+            terms=terms,
         )
         settings = Settings(
             char_limit=char_limit,

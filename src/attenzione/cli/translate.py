@@ -18,20 +18,20 @@ import typer
 
 from attenzione.cli.common import (
     at_least,
-    attention_coverage_option,
     check_argument_text,
     check_number_flags,
+    check_steps,
     check_writable,
     fail,
     given,
     in_range,
-    number_coverage_option,
+    no_step_option,
     number_format_option,
-    punctuation_coverage_option,
+    pipeline_of,
+    raw_option,
     read_text,
     set_number_format,
     user_errors,
-    word_penalty_option,
 )
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
@@ -69,23 +69,15 @@ def translate(
     length_penalty: float = typer.Option(
         1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
     ),
-    number_coverage: float = number_coverage_option(),
-    punctuation_coverage: float = punctuation_coverage_option(),
-    attention_coverage: float = attention_coverage_option(),
-    word_penalty: float = word_penalty_option(),
     n_best: int = typer.Option(
         1,
-        help="Print the n best beam hypotheses with their scores (one sentence; the beam is "
+        help="Print the n best beam hypotheses with their scores (one text; the beam is "
         "widened to n if it is smaller).",
         callback=at_least(1),
     ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
-    fix_numbers: bool = typer.Option(
-        True,
-        "--fix-numbers/--no-fix-numbers",
-        help="Put back source numbers the model garbled and currency symbols it dropped "
-        "(default), or print the output unrepaired.",
-    ),
+    no_step: list[str] = no_step_option(),
+    raw: bool = raw_option(),
     number_format: str = number_format_option(),
 ) -> None:
     """Translate sentences with a trained model."""
@@ -95,45 +87,41 @@ def translate(
             if ignored:
                 verb = "applies" if len(ignored) == 1 else "apply"
                 fail(f"{', '.join(ignored)} only {verb} with --sample")
-        check_number_flags(number_format, fix_numbers)
+        names = check_steps(no_step, raw)
+        check_number_flags(number_format, names, raw)
+        if n_best > 1 and sample:
+            fail("--n-best lists beam search's hypotheses: drop --sample")
         lines, newline = _read_input(text, input)
+        if n_best > 1 and len(lines) != 1:
+            fail("--n-best works on one text at a time")
         if output is not None:
             check_writable(output, "--output")
-        from attenzione.translator import Translator, decode_config
+        from attenzione.config import search_config
+        from attenzione.translator import Translator
 
+        search = search_config(
+            beam,
+            n_best,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            length_penalty=length_penalty,
+        )
         translator = Translator.from_pretrained(model, precision=precision)
         set_number_format(translator, number_format)
+        steps, terms = pipeline_of(translator, names, raw)
         if n_best > 1:
-            if len(lines) != 1:
-                fail("--n-best works on one sentence at a time")
-            for hyp, score in translator.translate_n_best(
-                lines[0],
-                beam=max(beam, n_best),
-                n_best=n_best,
-                length_penalty=length_penalty,
-                number_coverage=number_coverage,
-                word_penalty=word_penalty,
-                punctuation_coverage=punctuation_coverage,
-                attention_coverage=attention_coverage,
-                fix_numbers=fix_numbers,
-            ):
-                typer.echo(f"{score:8.4f}\t{hyp}")
+            (result,) = translator.translate(lines, search=search, terms=terms, steps=steps)
+            for cand in result.candidates:
+                typer.echo(f"{cand.score:8.4f}\t{cand.text}")
             return
-        cfg = decode_config(
-            beam,
-            sample,
-            temperature,
-            top_k,
-            top_p,
-            seed,
-            length_penalty,
-            number_coverage,
-            word_penalty=word_penalty,
-            punctuation_coverage=punctuation_coverage,
-            attention_coverage=attention_coverage,
-        )
-        results = translator.translate_iter(
-            lines, decode=cfg, batch_size=batch_size, fix_numbers=fix_numbers
+        results = (
+            r.text
+            for r in translator.translate_iter(
+                lines, search=search, terms=terms, steps=steps, batch_size=batch_size
+            )
         )
         if output is None:
             _stream(results, sys.stdout, len(lines), bar=False, newline=newline)

@@ -1,7 +1,8 @@
 """GloVe word vectors: streaming reader, the packaged 6B 50d vectors, embedding matrices.
 
-Seed 000 initialises the source embeddings from GloVe, and seed 004 explores them (cosine
-similarity, king − man + woman ≈ queen). Two sources are supported:
+The ``glove50`` preset initialises the source embeddings from GloVe, and ``attenzione
+embeddings`` explores them (cosine similarity, king − man + woman ≈ queen). Two sources are
+supported:
 
 * any standard ``glove.*.txt`` file (a word, then its floats; no header; gzip ok), read as a
   stream: with ``vocab`` given only those rows are kept, so a 1 GB file needs memory only for

@@ -37,8 +37,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from attenzione.config import search_config
+
 if TYPE_CHECKING:
-    from attenzione.translator import ScoredTranslation, Translator
+    from attenzione.pipeline import Pipeline
+    from attenzione.scoring import Terms
+    from attenzione.translator import Candidate, Translator
     from attenzione.viz.maps import AttentionMaps
 
 
@@ -62,7 +66,7 @@ class Decoding:
 class SentenceResult:
     """What the worker gives back for one sentence."""
 
-    candidates: list[ScoredTranslation]
+    candidates: tuple[Candidate, ...]
     maps: AttentionMaps | None = None
 
 
@@ -115,6 +119,8 @@ class Batcher:
         max_tokens: int = 4096,
         max_wait: float = 0.030,
         length_penalty: float = 1.0,
+        steps: Pipeline | None = None,
+        terms: Terms | None = None,
     ) -> None:
         if max_queue < 1 or max_sentences < 1 or max_tokens < 1 or max_wait < 0:
             raise ValueError(
@@ -127,6 +133,8 @@ class Batcher:
         self.max_tokens = max_tokens
         self.max_wait = max_wait
         self.length_penalty = length_penalty
+        self.steps = steps  # the text pipeline and ranking terms (None: the model's own)
+        self.terms = terms
         self.stats = Stats()
         self._queue: deque[_Job] = deque()
         self._running = 0
@@ -243,16 +251,20 @@ class Batcher:
         started = time.monotonic()
         decoding = batch[0].decoding
         try:
-            results = self.translator.translate_scored(
+            search = search_config(
+                decoding.beam, decoding.n_best, length_penalty=self.length_penalty
+            )
+            results = self.translator.translate(
                 [j.text for j in batch],
-                beam=decoding.beam,
-                n_best=decoding.n_best,
-                length_penalty=self.length_penalty,
+                search=search,
+                terms=self.terms,
+                steps=self.steps,
                 batch_size=len(batch),
             )
             out = []
-            for job, cands in zip(batch, results, strict=True):
+            for job, result in zip(batch, results, strict=True):
                 maps = None
+                cands = result.candidates
                 best = cands[0]
                 if job.attention and best.ids and best.pieces == 1:
                     # what the model read: without carried pictographs, in sentence case
@@ -270,5 +282,5 @@ class Batcher:
             self.stats.batches += 1
             self.stats.sentences += len(batch)
             self.stats.max_batch = max(self.stats.max_batch, len(batch))
-        for job, result in zip(batch, out, strict=True):
-            job.future.set_result(result)
+        for job, done in zip(batch, out, strict=True):
+            job.future.set_result(done)

@@ -28,7 +28,8 @@ from html.parser import HTMLParser
 
 from attenzione.data.sentences import split_sentences
 from attenzione.markup import CUTTING
-from attenzione.translator import MARKUP_TAG
+from attenzione.pipeline import marks
+from attenzione.pipeline.carry import MARKUP_TAG
 
 _RAW = {"script", "style", "code", "pre", "textarea"}
 _VOID = {
@@ -45,15 +46,6 @@ class Piece:
     text: str
     sentence: bool = False
     tags: tuple[str, ...] = ()
-
-
-# Inline tags stand in the joined text as these private-use characters while it is cut into
-# sentences (a tag's "." or "?" must not end one).
-_HOLD = 0xF0000
-
-
-def _held(c: str) -> bool:
-    return _HOLD <= ord(c) < _HOLD + 0x10000
 
 
 def plan_text(text: str, language: str = "en") -> list[Piece]:
@@ -154,7 +146,7 @@ class _Splitter(HTMLParser):
         text of it could be taken for a tag, each text node alone otherwise."""
         tags = [t for t, is_tag in flow if is_tag]
         texts = [t for t, is_tag in flow if not is_tag]
-        alone = not tags or any("<" in t or any(_held(c) for c in t) for t in texts)
+        alone = not tags or any("<" in t or marks.has_marks(t) for t in texts)
         if alone:  # no tags in it, or text that could be read as one: node by node
             for t, is_tag in flow:
                 if is_tag:
@@ -163,13 +155,18 @@ class _Splitter(HTMLParser):
                 for p in plan_text(t, self.language):
                     self.pieces.append(p if p.sentence else Piece(html.escape(p.text, quote=False)))
             return
-        # each tag stands in the text as one character while it is cut into sentences (the
-        # same tag twice, "<b>", as the same character: it comes back as it was written)
-        held = "".join(chr(_HOLD + tags.index(t)) if is_tag else t for t, is_tag in flow)
+        # each tag stands in the text as one mark (attenzione.pipeline.marks) while it is cut
+        # into sentences, so that a tag's "." or "?" ends none (the same tag twice, "<b>", as
+        # the same mark: it comes back as it was written)
+        held = "".join(marks.mark(tags.index(t)) if is_tag else t for t, is_tag in flow)
         moved: list[Piece] = []
         for p in plan_text(held, self.language):  # closing tags right after a sentence go with it
             n = 0
-            while n < len(p.text) and _held(p.text[n]) and tags[ord(p.text[n]) - _HOLD][1] == "/":
+            while (
+                n < len(p.text)
+                and marks.is_mark(p.text[n])
+                and tags[marks.index(p.text[n])][1] == "/"
+            ):
                 n += 1
             if not (n and moved and moved[-1].sentence):
                 moved.append(p)
@@ -182,8 +179,8 @@ class _Splitter(HTMLParser):
             if core:
                 moved.append(Piece(core, sentence=p.sentence))
         for p in moved:
-            used = tuple(tags[ord(c) - _HOLD] for c in p.text if _held(c))
-            text = "".join(tags[ord(c) - _HOLD] if _held(c) else c for c in p.text)
+            used = tuple(tags[marks.index(c)] for c in p.text if marks.is_mark(c))
+            text = "".join(tags[marks.index(c)] if marks.is_mark(c) else c for c in p.text)
             if p.sentence:
                 self.pieces.append(Piece(text, sentence=True, tags=used))
             else:

@@ -82,10 +82,11 @@ def dev_scores(
     for name, pairs in dev_sets.items():
         head = pairs[:n_sentences]
         sources = [s for s, _ in head]
-        # the model's own output: greedy, no number coverage, no repair, so the figures show
-        # what it learned
-        plain = DecodeConfig(method="greedy", number_coverage=0.0)
-        hyps = translator.translate(sources, decode=plain, fix_numbers=False)
+        # the model's own output: greedy (no ranking term), numbers as it wrote them, so the
+        # figures show what it learned
+        plain = DecodeConfig(method="greedy")
+        steps = [n for n in translator.pipeline.names if n not in ("numbers", "number-format")]
+        hyps = [r.text for r in translator.translate(sources, search=plain, steps=steps)]
         scores = corpus_scores(hyps, [t for _, t in head])
         prefix = f"dev_{name}_" if name else "dev_"
         record[prefix + "bleu"] = scores.bleu

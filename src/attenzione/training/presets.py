@@ -4,9 +4,9 @@ A preset fixes the model's shape and the tokenizer recipe; the vocabulary sizes 
 once the tokenizers are trained. Sizes were chosen for quality per CPU-hour on this kind of
 machine (2 cores), not copied from GPU papers:
 
-* ``glove50`` — seed 000's design: the source side is a word-level vocabulary whose vectors
+* ``glove50`` — the original GloVe design: the source side is a word-level vocabulary whose vectors
   start from GloVe 6B 50d, so d_model = 50, with 4 heads of 16 (heads × d_head = 64 ≠ 50:
-  the decoupling the seed describes). The target side uses SentencePiece.
+  d_head decoupled from d_model). The target side uses SentencePiece.
 * ``small`` — the shipped model: d_model 256, 4 heads of 64, d_ff 1024, 3 + 3 layers, one
   joint SentencePiece vocabulary with shared source/target embeddings tied to the output
   projection (fewer parameters, English and Italian share names and numbers).
@@ -81,7 +81,7 @@ PRESETS: dict[str, Preset] = {
     ),
     "glove50": Preset(
         "glove50",
-        "seed 000: GloVe 50d word-level source, d_model 50, 4 heads of 16, 3+3 layers",
+        "GloVe 50d word-level source, d_model 50, 4 heads of 16, 3+3 layers",
         dict(
             d_model=50,
             n_heads=4,

@@ -70,7 +70,7 @@ def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transfo
         from attenzione.data import embedding_matrix, load_glove
 
         glove = load_glove(cfg.glove)
-        kwargs["d_model"] = glove.dim  # seed 000: d_model is the GloVe size
+        kwargs["d_model"] = glove.dim  # the GloVe design: d_model is the GloVe size
     tok = data.tgt_tok
     mcfg = ModelConfig(
         src_vocab_size=data.src_tok.vocab_size,

@@ -1,0 +1,136 @@
+"""The pieces every text step shares: the segment it works on, its interface, and what it
+may ask of the model (:class:`Context`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from attenzione.data.tokenizers import Tokenizer, is_byte_piece
+from attenzione.markup import Tag, nonspace, piece_texts
+
+
+@dataclass
+class Segment:
+    """A stretch of an input line on its way to the model and back.
+
+    ``text``: what the model will read (the steps rewrite it); ``glue``: what joins it to the
+    segment before it in the line ("" or " "); ``translate``: False for a stretch carried
+    over as it is (a tag, a pictograph, punctuation alone, a word too long to read), whose
+    ``text`` is written unchanged; ``notes``: what each step must remember to undo its work,
+    by step name; ``ids``: the source ids the model reads (set by the translator)."""
+
+    text: str
+    glue: str = ""
+    translate: bool = True
+    notes: dict[str, Any] = field(default_factory=dict)
+    ids: list[int] | None = None
+
+    def but(self, **changes: Any) -> Segment:
+        """A copy with ``changes`` (its notes copied, so that the copies can differ)."""
+        return dataclasses.replace(self, notes=dict(self.notes), **changes)
+
+
+class Recut(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a step's ``prepare`` when the line must be prepared again with its inline
+    tags cutting it (the model could not read the tagged stretch whole)."""
+
+
+class Step:
+    """A text step: one problem of real input the model alone handles badly.
+
+    ``prepare`` turns a line's segments into new ones (rewriting their text, cutting them,
+    marking some as carried) and notes in ``segment.notes[name]`` what ``restore`` needs;
+    ``restore`` turns the model's translation of one segment into what the user gets.
+    Steps prepare in the pipeline's order and restore in the reverse order. ``tokens``: the
+    target ids of the translation being restored."""
+
+    name: str = ""
+
+    def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
+        return segments
+
+    def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
+        return text
+
+
+class Context:
+    """What the text steps may ask of a model: its source vocabulary, how much it reads at
+    once, its word lists and number format, and (for inline tags) an aligner.
+
+    ``place_tags(segment, tokens)`` → [(character offset in the translation, tag)]: where the
+    segment's inline tags go in a translation, by attention (the translator supplies it)."""
+
+    def __init__(
+        self,
+        src_tokenizer: Tokenizer,
+        max_src_tokens: int,
+        eos_id: int,
+        *,
+        known_words: Sequence[str] | None = None,
+        not_free: frozenset[str] = frozenset(),
+        number_format: str = "keep",
+        place_tags: Callable[[Segment, Sequence[int]], list[tuple[int, Tag]]] | None = None,
+    ) -> None:
+        self.src_tokenizer = src_tokenizer
+        self.max_src_tokens = max_src_tokens
+        self.eos_id = eos_id
+        self.known_words = known_words
+        self.not_free = not_free
+        self.number_format = number_format
+        self.place_tags = place_tags
+        self._carried: dict[str, bool] = {}  # character -> carried as a pictograph
+        self._counted: dict[str, int] = {}  # word -> its number of source pieces
+        self._bytes_only: dict[str, bool] = {}  # character -> spelled in bytes
+
+    def encode(self, text: str) -> list[int]:
+        """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>``."""
+        return self.src_tokenizer.encode(text) + [self.eos_id]
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads ``text`` at once."""
+        return len(self.encode(text)) <= self.max_src_tokens
+
+    def n_pieces(self, word: str) -> int:
+        """How many source pieces ``word`` is spelled in (remembered: the casing steps ask for
+        the same words again and again)."""
+        n = self._counted.get(word)
+        if n is None:
+            n = self._counted[word] = len(self.src_tokenizer.encode(word))
+        return n
+
+    def spelled_in_bytes(self, ch: str) -> bool:
+        """Whether the source vocabulary writes the character ``ch`` only in bytes."""
+        hit = self._bytes_only.get(ch)
+        if hit is None:
+            tok = self.src_tokenizer
+            hit = any(is_byte_piece(tok.id_to_token(i)) for i in tok.encode(ch))
+            self._bytes_only[ch] = hit
+        return hit
+
+    def carries(self, ch: str) -> bool:
+        """Whether the character ``ch`` is a pictograph carried over untranslated: a symbol
+        (Unicode category So or Sk) from the arrows (U+2190) on that the source vocabulary
+        can only spell in bytes, or not at all (``<unk>``) — emoji, "★", "✓"; not "°", "£",
+        "€", "№" or a maths sign ("≤"), which belong to the sentence around them, nor a
+        symbol it has a piece for ("→")."""
+        hit = self._carried.get(ch)
+        if hit is None:
+            hit = unicodedata.category(ch) in ("So", "Sk") and ord(ch) >= 0x2190
+            if hit:
+                tok = self.src_tokenizer
+                hit = self.spelled_in_bytes(ch) or tok.unk_id in tok.encode(ch)
+            self._carried[ch] = hit
+        return hit
+
+    def spells(self, text: str) -> bool:
+        """Whether ``text``'s source pieces write its characters (not so when the tokenizer
+        rewrites them, "…" → "...", or reads one as ``<unk>``): inline tags are placed by
+        counting characters."""
+        ids = self.src_tokenizer.encode(text)
+        pieces = [self.src_tokenizer.id_to_token(i) for i in ids]
+        written = "".join(piece_texts(pieces))
+        return nonspace(written) == nonspace(text) and "\ufffd" not in written

@@ -1,0 +1,51 @@
+"""Step ``inline-tags``: a pair of inline tags is placed in the translation by attention.
+
+"Click <b>Save</b> to keep your changes." used to be cut at its tags and translated in three
+pieces, which keeps each tag where it stood but spoils the sentence: a piece has no verb, no
+agreement, no word order of its own. With this step the ``carry`` step leaves inline pairs in
+their stretch (taken out of the text the model reads), the stretch is translated whole, and
+each pair is put around the words of the translation that attend to the words it enclosed
+(:func:`attenzione.markup.place`, on the cross-attention of one decoder layer). Off, every
+tag cuts the text where it stands.
+
+The placement counts characters, so a stretch whose text the other steps changed in length
+(a case change: "İ".lower() is two characters), that was split, or whose source pieces do not
+spell it ("…" read as "...") is prepared again with its tags cutting it (:class:`Recut`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attenzione.markup import insert, nonspace
+from attenzione.pipeline import marks
+from attenzione.pipeline.base import Context, Recut, Segment, Step
+
+NAME = "inline-tags"
+
+
+class InlineTags(Step):
+    name = NAME
+
+    def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
+        for seg in segments:
+            note = seg.notes.get("carry")
+            if not note:
+                continue
+            if (
+                not seg.translate  # copied whole: too long to read
+                or seg.notes.get("split", (0, 1))[1] > 1
+                or marks.has_marks(seg.text)  # the input has the marks' characters
+                or nonspace(seg.text) != note["length"]
+                or not ctx.spells(seg.text)
+            ):
+                raise Recut
+        return segments
+
+    def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
+        note = segment.notes.get("carry")
+        if not note or ctx.place_tags is None:
+            return text
+        tags = note["tags"]
+        placed = ctx.place_tags(segment, tokens)
+        return insert(text, [(at, marks.mark(tags.index(t))) for at, t in placed])

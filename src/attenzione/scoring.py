@@ -1,0 +1,256 @@
+"""What beam search is given for a batch: hard constraints and ranking terms, built from a
+model's vocabularies.
+
+:mod:`attenzione.constraints` and :mod:`attenzione.terms` hold the mechanisms, which know
+nothing of tokenizers; this module turns one model's vocabularies into the tables they read
+(which target pieces are bytes, which write a digit or a comma, what each piece spells) once,
+and builds the constraints and terms of each batch from its source ids. The translator asks
+it for both; :class:`Terms` holds the weights of the ranking terms, each switchable by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attenzione.config import (
+    ATTENTION_COVERAGE,
+    NUMBER_COVERAGE,
+    PUNCTUATION_COVERAGE,
+    WORD_PENALTY,
+    DecodeConfig,
+)
+from attenzione.constraints import ByteBan, WellFormedUTF8, WholeCharacters, utf8_roles
+from attenzione.data.tokenizers import Tokenizer, is_byte_piece
+from attenzione.decoding import Constraint, Term
+from attenzione.lexicon import Lexicon, piece_table, words_of
+from attenzione.terms import AttentionCoverage, SymbolCoverage, WordPenalty
+
+DIGITS = "0123456789"
+# The punctuation beam search asks a translation to carry over from its source (as many of
+# each mark as the source has): a clause's commas, a list's semicolons, a colon, a bracket.
+# The translations of the shipped model dropped one source comma in nine (938 commas for the
+# FLORES sources' 1,050; docs/broad-training.md). Quotes and dashes are not here: languages
+# write them differently.
+CARRIED_MARKS = ",;:()"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The weights of beam search's ranking terms (0 = off), named as ``--no-step`` names
+    them (:data:`TERM_NAMES`). Greedy decoding and sampling use none."""
+
+    # per digit of the source's numbers not written (in the length-normalised score)
+    number_coverage: float = NUMBER_COVERAGE
+    # per comma, semicolon, colon or bracket of the source not written (CARRIED_MARKS)
+    punctuation_coverage: float = PUNCTUATION_COVERAGE
+    # times the attention coverage (≤ 0) of a finished translation
+    attention_coverage: float = ATTENTION_COVERAGE
+    # per word written that is neither known nor in the source (in total log-prob; needs the
+    # model's word list)
+    word_check: float = WORD_PENALTY
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                name = f.name.replace("_", "-")
+                raise ValueError(f"the weight of {name} must be a finite number >= 0: {value}")
+
+    @classmethod
+    def none(cls) -> Terms:
+        """No ranking term: beam search ranks by the model's length-normalised log-prob."""
+        return cls(0.0, 0.0, 0.0, 0.0)
+
+    def without(self, names: Iterable[str]) -> Terms:
+        """These weights with the named terms off."""
+        off = {TERM_NAMES[n]: 0.0 for n in names}
+        return dataclasses.replace(self, **off)
+
+    def to_dict(self) -> dict[str, float]:
+        return {name: getattr(self, field) for name, field in TERM_NAMES.items()}
+
+
+# each term's name (as --no-step and info.json write it) -> its field of Terms
+TERM_NAMES = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(Terms)}
+
+
+def _symbol_table(tok: Tokenizer, vocab_size: int, symbols: str) -> Tensor:
+    """(vocab_size, len(symbols)) long: how many times each of ``symbols`` occurs in each
+    piece's text (byte pieces, special tokens and ids past the tokenizer's vocabulary write
+    none)."""
+    column = {ch: c for c, ch in enumerate(symbols)}
+    table = torch.zeros((vocab_size, len(symbols)), dtype=torch.long)
+    for i in range(min(tok.vocab_size, vocab_size)):
+        piece = tok.id_to_token(i)
+        if is_byte_piece(piece):
+            continue
+        for ch in piece:
+            if ch in column:
+                table[i, column[ch]] += 1
+    return table
+
+
+def _byte_pieces(tok: Tokenizer) -> dict[str, int]:
+    """The byte-fallback pieces of a vocabulary (``<0x00>``…``<0xFF>``) and their ids."""
+    pieces = (tok.id_to_token(i) for i in range(tok.vocab_size))
+    return {p: i for i, p in enumerate(pieces) if is_byte_piece(p)}
+
+
+class Scoring:
+    """One model's vocabularies read for decoding: builds each batch's constraints and terms.
+
+    ``config``: the model's (vocabulary sizes, special ids, decoder layers); ``known_words``
+    (sorted) and ``not_free``: the word check's lists (:mod:`attenzione.lexicon`; None: no
+    word check)."""
+
+    def __init__(
+        self,
+        config: Any,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        known_words: Sequence[str] | None = None,
+        not_free: frozenset[str] = frozenset(),
+    ) -> None:
+        self.config, self.src_tokenizer, self.tgt_tokenizer = config, src_tokenizer, tgt_tokenizer
+        self.known_words, self.not_free = known_words, not_free
+        # (source id, target id) of each byte piece both vocabularies have: the ones the
+        # source can show the model it may copy (a word-level source has none, and then no
+        # target byte is banned)
+        src_bytes = _byte_pieces(src_tokenizer)
+        tgt_bytes = src_bytes if tgt_tokenizer is src_tokenizer else _byte_pieces(tgt_tokenizer)
+        shared = [p for p in tgt_bytes if p in src_bytes]
+        self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
+        self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
+        # what each target piece is as UTF-8, so byte pieces always spell whole characters
+        # (None: a vocabulary without byte fallback has nothing to keep well-formed)
+        self._utf8 = utf8_roles(tgt_bytes, config.tgt_vocab_size) if tgt_bytes else None
+        # the byte each byte piece writes, to keep the characters spelled in bytes whole
+        # characters of the source (constraints.WholeCharacters)
+        self._src_byte = {i: int(p[3:5], 16) for p, i in src_bytes.items()}
+        self._tgt_byte = torch.full((config.tgt_vocab_size,), -1, dtype=torch.long)
+        for p, i in tgt_bytes.items():
+            self._tgt_byte[i] = int(p[3:5], 16)
+        # (V,C): how many of each digit and carried mark every piece writes, for the
+        # coverage terms; a mark the target vocabulary cannot write is left out (every
+        # translation would owe it)
+        every = DIGITS + CARRIED_MARKS
+        tgt_table = _symbol_table(tgt_tokenizer, config.tgt_vocab_size, every)
+        kept = [c for c in range(len(every)) if c < len(DIGITS) or tgt_table[:, c].any()]
+        self._n_marks = len(kept) - len(DIGITS)
+        self._symbols_tgt = tgt_table[:, kept]
+        self._symbols_src = _symbol_table(src_tokenizer, config.src_vocab_size, every)[:, kept]
+        # source pieces that end / begin with a digit, and pieces that are not a word's start:
+        # a mark written between two digits ("55,000", "9:30"; not "3 (4)") belongs to a
+        # number, which the target may write with other separators ("55.000")
+        src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_tokenizer.vocab_size)]
+        src_pieces += [""] * max(0, config.src_vocab_size - len(src_pieces))
+        digits = set(DIGITS)
+        self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])
+        self._starts_digit = torch.tensor([p[:1] in digits for p in src_pieces])
+        self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
+        # the decoder layer whose cross-attention the attention coverage reads: the middle one
+        # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
+        self.attention_layer = config.n_dec_layers // 2
+
+    # ------------------------------------------------------------------ constraints
+    def constraints(self, batch: Tensor, sources: Sequence[Sequence[int]]) -> list[Constraint]:
+        """The hard constraints of a (B,S) source ``batch`` (``sources``: its rows' ids)."""
+        out: list[Constraint] = []
+        if len(self._byte_src):
+            out.append(ByteBan(self._byte_bans(batch), self.config.eos_id))
+        if self._utf8 is not None:
+            out.append(WellFormedUTF8(self._utf8.to(batch.device), self._whole(sources)))
+        return out
+
+    def _byte_bans(self, batch: Tensor) -> Tensor:
+        """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those
+        its source was spelled with. A tokenizer with byte fallback spells in bytes only what
+        its vocabulary lacks; such a character in the output can only be one copied from the
+        source, and a stray byte elsewhere would decode as "�"."""
+        v = self.config.tgt_vocab_size
+        banned = torch.zeros((batch.shape[0], v), dtype=torch.bool, device=batch.device)
+        src_ids, tgt_ids = self._byte_src.to(batch.device), self._byte_tgt.to(batch.device)
+        in_source = (batch[:, :, None] == src_ids[None, None, :]).any(dim=1)  # (B, n_bytes)
+        banned[:, tgt_ids] = ~in_source
+        return banned
+
+    def _whole(self, sources: Sequence[Sequence[int]]) -> WholeCharacters | None:
+        """The characters each source spells in byte pieces: all a translation may spell in
+        bytes (None: the vocabularies have no byte pieces in common, or no source spells a
+        character in bytes, and the byte bans alone leave none to spell)."""
+        if not len(self._byte_src):
+            return None
+        chars = []
+        for ids in sources:
+            spelled = bytes(self._src_byte[i] for i in ids if i in self._src_byte)
+            text = spelled.decode("utf-8", "ignore")
+            chars.append(frozenset(c.encode() for c in text if len(c.encode()) > 1))
+        return WholeCharacters(self._tgt_byte, chars) if any(chars) else None
+
+    # ------------------------------------------------------------------ terms
+    def terms(
+        self,
+        batch: Tensor,
+        sources: Sequence[Sequence[int]],
+        weights: Terms,
+        cfg: DecodeConfig,
+    ) -> list[Term]:
+        """The ranking terms of a (B,S) source ``batch`` with ``weights`` (those weighed 0
+        are left out; none for greedy decoding and sampling)."""
+        if cfg.method != "beam":
+            return []
+        out: list[Term] = []
+        symbols = self._symbols(batch)  # (B,C)
+        n_digits = len(DIGITS)
+        table = self._symbols_tgt.to(batch.device)
+        if weights.number_coverage > 0:
+            out.append(
+                SymbolCoverage(symbols[:, :n_digits], table[:, :n_digits], weights.number_coverage)
+            )
+        if weights.punctuation_coverage > 0 and self._n_marks:
+            marks = slice(n_digits, None)
+            out.append(
+                SymbolCoverage(symbols[:, marks], table[:, marks], weights.punctuation_coverage)
+            )
+        if weights.attention_coverage > 0:
+            c = self.config
+            out.append(
+                AttentionCoverage(
+                    batch, self.attention_layer, weights.attention_coverage, c.pad_id, c.eos_id
+                )
+            )
+        if weights.word_check > 0 and self.known_words is not None:
+            decode = self.src_tokenizer.decode
+            words = [frozenset(words_of(decode(list(ids)))) - self.not_free for ids in sources]
+            lexicon = Lexicon(self.known_words, *self._word_pieces, words, weights.word_check)
+            out.append(WordPenalty(lexicon, 2 * cfg.beam_size, batch.device))
+        return out
+
+    def _symbols(self, batch: Tensor) -> Tensor:
+        """(B,C) the digits and carried marks each source sentence has — not the marks inside
+        a number ("55,000", "9:30"), which the target may write otherwise."""
+        symbols = self._symbols_src.to(batch.device)[batch]  # (B,S,C)
+        real = (batch != self.config.pad_id).long()[:, :, None]  # (B,S,1)
+        # a mark between digits is part of a number, left to the digits' coverage
+        in_number = torch.zeros(batch.shape, dtype=torch.bool, device=batch.device)  # (B,S)
+        ends, starts = self._ends_digit.to(batch.device), self._starts_digit.to(batch.device)
+        joined = self._joined.to(batch.device)
+        in_number[:, 1:-1] = ends[batch[:, :-2]] & joined[batch[:, 1:-1]] & starts[batch[:, 2:]]
+        symbols[:, :, len(DIGITS) :] *= (~in_number).long()[:, :, None]
+        return (symbols * real).sum(dim=1)  # (B,C)
+
+    @cached_property
+    def _word_pieces(self) -> tuple[list[bytes], Tensor]:
+        """What each target piece writes and which begin a word (:func:`piece_table`), built
+        the first time a word check runs."""
+        tok, v = self.tgt_tokenizer, self.config.tgt_vocab_size
+        pieces = [tok.id_to_token(i) if i < tok.vocab_size else "<>" for i in range(v)]
+        return piece_table(pieces, self.config.eos_id)

@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from attenzione.config import search_config
 from attenzione.data.sentences import split_sentences
 from attenzione.translator import Translator
 
@@ -202,7 +203,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     tr = Translator.from_pretrained()
-    tr.translate(pool[:16], beam=args.beam)  # warm-up
+    search = search_config(args.beam)
+    tr.translate(pool[:16], search=search)  # warm-up
     big = [pool[i % len(pool)] for i in range(max(plan.values()))]
     single = [pool[i % len(pool)] for i in range(plan.get(1, 48))]
     port = free_port()
@@ -219,13 +221,13 @@ def main() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for s in single:
             t0 = time.perf_counter()
-            tr.translate([s], beam=args.beam)
+            tr.translate([s], search=search)
             direct.append(time.perf_counter() - t0)
             via_http.append(one_request(conn, s))
         conn.close()
         for r in range(args.rounds):
             t0 = time.perf_counter()
-            tr.translate(big, beam=args.beam, batch_size=64)
+            tr.translate(big, search=search, batch_size=64)
             offline = len(big) / (time.perf_counter() - t0)
             rows = []
             for c in levels:

@@ -61,9 +61,6 @@ def test_a_bad_batch_size_is_refused_before_anything_is_written(
         ("--n-best", "-3", "--n-best must be >= 1"),
         ("--top-k", "-1", "--top-k must be >= 0"),
         ("--length-penalty", "-1", "--length-penalty must be >= 0"),
-        ("--number-coverage", "-0.5", "--number-coverage must be >= 0"),
-        ("--punctuation-coverage", "-1", "--punctuation-coverage must be >= 0"),
-        ("--punctuation-coverage", "inf", "punctuation_coverage must be a finite number"),
     ],
 )
 def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
@@ -72,15 +69,58 @@ def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
     _one_line_error(_run(["translate", "--model", str(model), option, value, "x"]), message)
 
 
-def test_evaluate_checks_its_number_coverage_too(model: Path, tmp_path: Path) -> None:
+# ---------------------------------------------------------------- --no-step and --raw
+def test_the_clis_step_names_are_the_pipelines_and_the_scorings() -> None:
+    # the CLI keeps its own copy (so that --help does not import torch): it must not drift
+    import attenzione.pipeline
+    import attenzione.scoring
+    from attenzione.cli import common
+
+    assert attenzione.pipeline.STEP_NAMES == common.STEP_NAMES
+    assert tuple(attenzione.scoring.TERM_NAMES) == common.TERM_NAMES
+
+
+def _commands(tmp_path: Path) -> dict[str, list[str]]:
+    """Each command that takes --no-step, with a model directory that does not exist: the
+    step options are checked before the model is loaded (and serve never starts)."""
+    model = str(tmp_path / "no-model")
     data = tmp_path / "dev.tsv"
     data.write_text("the cat\til gatto\n")
-    res = _run(["evaluate", "--model", str(model), "--data", str(data), "--number-coverage", "-1"])
-    _one_line_error(res, "--number-coverage must be >= 0")
-    res = _run(
-        ["evaluate", "--model", str(model), "--data", str(data), "--punctuation-coverage", "-2"]
-    )
-    _one_line_error(res, "--punctuation-coverage must be >= 0")
+    return {
+        "translate": ["translate", "--model", model, "the cat"],
+        "evaluate": ["evaluate", "--model", model, "--data", str(data)],
+        "serve": ["serve", "--model", model, "--port", "5999"],
+    }
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
+def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path: Path, command: str) -> None:
+    from attenzione.cli.common import STEP_NAMES, TERM_NAMES
+
+    args = _commands(tmp_path)[command]
+    res = _run([*args, "--no-step", "bogus"])
+    _one_line_error(res, "--no-step bogus", *STEP_NAMES, *TERM_NAMES)
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
+def test_raw_with_no_step_is_an_error(tmp_path: Path, command: str) -> None:
+    args = _commands(tmp_path)[command]
+    _one_line_error(_run([*args, "--raw", "--no-step", "numbers"]), "--raw", "--no-step")
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
+@pytest.mark.parametrize("off", [["--no-step", "number-format"], ["--raw"]])
+def test_a_number_format_with_its_step_off_is_an_error(
+    tmp_path: Path, command: str, off: list[str]
+) -> None:
+    args = _commands(tmp_path)[command]
+    res = _run([*args, "--number-format", "comma", *off])
+    _one_line_error(res, "--number-format", "number-format step")
+
+
+def test_evaluate_compare_raw_with_raw_is_an_error(tmp_path: Path) -> None:
+    args = _commands(tmp_path)["evaluate"]
+    _one_line_error(_run([*args, "--compare-raw", "--raw"]), "--compare-raw", "--raw")
 
 
 @pytest.mark.parametrize(
@@ -173,7 +213,8 @@ def test_evaluate_says_when_there_was_nothing_to_copy(model: Path, tmp_path: Pat
     tsv.write_text("the cat\til gatto\n")
     res = _run(["evaluate", "--model", str(model), "--data", str(tsv), "--beam", "1"])
     assert res.exit_code == 0, res.output
-    copied = [line for line in res.output.splitlines() if line.startswith("copied unchanged:")]
+    lines = [line.strip() for line in res.output.splitlines()]
+    copied = [line for line in lines if line.startswith("copied unchanged:")]
     assert copied == [
         "copied unchanged: nothing to copy (no numbers, names, URLs or code in the sources)"
     ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from attenzione.config import DecodeConfig, ModelConfig, TrainConfig
+from attenzione.config import DecodeConfig, ModelConfig, TrainConfig, search_config
 
 
 def test_model_config_round_trips_through_json(tmp_path: Path) -> None:
@@ -51,3 +51,15 @@ def test_train_and_decode_configs_validate() -> None:
     cfg = TrainConfig(data="x", out="y", bf16=True)
     assert TrainConfig.from_json(cfg.to_json()) == cfg
     assert DecodeConfig.from_json(DecodeConfig(method="greedy").to_json()).method == "greedy"
+
+
+def test_decode_config_is_the_search_alone() -> None:
+    # the ranking terms' weights live in attenzione.scoring.Terms, not in the search
+    with pytest.raises(ValueError, match=r"unknown DecodeConfig field\(s\) \['word_penalty'\]"):
+        DecodeConfig.from_dict({"method": "beam", "word_penalty": 8.0})
+    assert search_config(1).method == "greedy"
+    widened = search_config(2, 5)
+    assert (widened.method, widened.beam_size, widened.n_best) == ("beam", 5, 5)
+    assert search_config(sample=True, seed=3).method == "sample"
+    with pytest.raises(ValueError, match="top_p"):
+        search_config(4, top_p=2.0)  # a bad sampling value is refused even when not sampling

@@ -1,95 +1,46 @@
-"""Decoding: greedy, sampling and beam search, on a scripted stub and on a real tiny model."""
+"""Decoding: the loop and its three strategies (greedy, sampling, beam search), on a scripted
+stub and on a real tiny model; and that the loop knows constraints and ranking terms only
+through their interfaces (:class:`Constraint`, :class:`Term`)."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pytest
 import torch
 
-from attenzione.config import DecodeConfig, ModelConfig
-from attenzione.decoding import Coverage, WholeCharacters, _filter_logits, generate, utf8_roles
+from attenzione.config import DecodeConfig
+from attenzione.decoding import Constraint, Term, generate
 from attenzione.model import Transformer
-
-PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
-V = 6
-
-
-@dataclass
-class StubCache:
-    """Remembers each row's prefix so the stub can script p(next | prefix)."""
-
-    prefixes: list[list[int]]
-    length: int = 0
-
-    def reorder(self, indices: torch.Tensor) -> StubCache:
-        self.prefixes = [list(self.prefixes[i]) for i in indices.tolist()]
-        return self
-
-
-class ScriptedModel:
-    """A 'model' whose next-token distribution is a table keyed by the prefix (bos excluded).
-
-    The table is the textbook case where greedy search is not optimal:
-    greedy takes A (0.6) and then must end with p(eos | A) = 0.5 → 0.30 in total, while
-    B (0.4) followed by eos (0.9) → 0.36 is better, and beam search (K = 2) finds it.
-    """
-
-    TABLE: dict[tuple[int, ...], dict[int, float]] = {
-        (): {A: 0.6, B: 0.4},
-        (A,): {EOS: 0.5, C: 0.4, B: 0.1},
-        (B,): {EOS: 0.9, C: 0.1},
-        (A, C): {EOS: 1.0},
-        (B, C): {EOS: 1.0},
-    }
-
-    def __init__(self) -> None:
-        self.config = SimpleNamespace(
-            pad_id=PAD, bos_id=BOS, eos_id=EOS, max_len=50, tgt_vocab_size=V
-        )
-
-    def encode(self, src_ids: torch.Tensor) -> SimpleNamespace:
-        b = src_ids.shape[0]
-        return SimpleNamespace(memory=torch.zeros(b, 1, 1), memory_mask=torch.ones(b, 1, 1, 1))
-
-    def init_cache(
-        self, memory: torch.Tensor, memory_mask: torch.Tensor, capacity: int
-    ) -> StubCache:
-        return StubCache([[] for _ in range(memory.shape[0])])
-
-    def next_dist(self, prefix: list[int]) -> dict[int, float]:
-        """p(next token | prefix): the table's row (unlisted prefixes end)."""
-        return self.TABLE.get(tuple(prefix), {EOS: 1.0})
-
-    def decode(self, tgt_ids: torch.Tensor, cache: StubCache) -> SimpleNamespace:
-        rows = []
-        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
-            if tok != BOS:
-                cache.prefixes[r].append(tok)
-            dist = self.next_dist(cache.prefixes[r])
-            logp = torch.full((V,), -1e9)
-            for t, p in dist.items():
-                logp[t] = math.log(p)
-            rows.append(logp)
-        cache.length += 1
-        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
-
-
-def _src(batch: int = 1) -> torch.Tensor:
-    return torch.full((batch, 3), A, dtype=torch.long)
+from decoding_stubs import (
+    BOS,
+    EOS,
+    PAD,
+    TINY_TGT_VOCAB,
+    A,
+    Attending,
+    B,
+    C,
+    ScriptedModel,
+    V,
+    src,
+    tiny_batch,
+    tiny_model,
+)
 
 
 def test_stub_greedy_takes_the_locally_best_token() -> None:
-    out = generate(ScriptedModel(), _src(), DecodeConfig(method="greedy"))
+    out = generate(ScriptedModel(), src(), DecodeConfig(method="greedy"))
     assert out[0][0].tokens == [A]
     assert out[0][0].log_prob == pytest.approx(math.log(0.6 * 0.5))
 
 
 def test_stub_beam_finds_the_better_sequence_with_known_scores() -> None:
     cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
-    hyps = generate(ScriptedModel(), _src(), cfg)[0]
+    hyps = generate(ScriptedModel(), src(), cfg)[0]
     assert [h.tokens for h in hyps] == [[B], [A]]
     assert hyps[0].score == pytest.approx(math.log(0.36))
     assert hyps[1].score == pytest.approx(math.log(0.30))
@@ -97,56 +48,31 @@ def test_stub_beam_finds_the_better_sequence_with_known_scores() -> None:
 
 def test_stub_length_penalty_divides_by_length() -> None:
     cfg = DecodeConfig(method="beam", beam_size=2, n_best=1, length_penalty=1.0)
-    best = generate(ScriptedModel(), _src(), cfg)[0][0]
+    best = generate(ScriptedModel(), src(), cfg)[0][0]
     assert best.tokens == [B]
     assert best.score == pytest.approx(math.log(0.36) / 2)  # 2 tokens: B and <eos>
+    assert best.log_prob == pytest.approx(math.log(0.36))  # the model's own, not divided
 
 
 def test_stub_batch_sentences_are_independent() -> None:
     cfg = DecodeConfig(method="beam", beam_size=2)
-    out = generate(ScriptedModel(), _src(3), cfg)
+    out = generate(ScriptedModel(), src(3), cfg)
     assert [h[0].tokens for h in out] == [[B], [B], [B]]
 
 
 def test_stub_max_length_stops_unfinished_hypotheses() -> None:
     model = ScriptedModel()
     cfg = DecodeConfig(method="greedy", max_len_a=0.0, max_len_b=1)
-    out = generate(model, _src(), cfg)
+    out = generate(model, src(), cfg)
     assert out[0][0].tokens == [A]  # cut after one token, no <eos> reached
-
-
-def _tiny_model(**kw: object) -> Transformer:
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=23,
-        tgt_vocab_size=29,
-        d_model=24,
-        n_heads=3,
-        d_head=8,
-        d_ff=32,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-        **kw,  # type: ignore[arg-type]
-    )
-    return Transformer(cfg).eval()
-
-
-def _batch() -> torch.Tensor:
-    g = torch.Generator().manual_seed(1)
-    src = torch.randint(4, 23, (5, 9), generator=g)
-    src[1, 6:] = PAD
-    src[3, 3:] = PAD
-    return src
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_beam_size_one_equals_greedy(norm: str) -> None:
-    model = _tiny_model(norm=norm)
-    src = _batch()
-    greedy = generate(model, src, DecodeConfig(method="greedy"))
-    beam1 = generate(model, src, DecodeConfig(method="beam", beam_size=1))
+    model = tiny_model(norm=norm)
+    ids = tiny_batch()
+    greedy = generate(model, ids, DecodeConfig(method="greedy"))
+    beam1 = generate(model, ids, DecodeConfig(method="beam", beam_size=1))
     assert [h[0].tokens for h in greedy] == [h[0].tokens for h in beam1]
     for g, b in zip(greedy, beam1, strict=True):
         assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
@@ -154,17 +80,16 @@ def test_beam_size_one_equals_greedy(norm: str) -> None:
 
 def test_greedy_matches_uncached_argmax_decoding() -> None:
     """The cached loop must pick the same tokens as re-running the full decoder each step."""
-    model = _tiny_model()
-    src = _batch()
-    cached = generate(model, src, DecodeConfig(method="greedy", max_len_a=0, max_len_b=8))
-    enc = model.encode(src)
-    for row in range(src.shape[0]):
+    model = tiny_model()
+    ids = tiny_batch()
+    cached = generate(model, ids, DecodeConfig(method="greedy", max_len_a=0, max_len_b=8))
+    enc = model.encode(ids)
+    for row in range(ids.shape[0]):
         prefix = [BOS]
         tokens: list[int] = []
         for _ in range(8):
-            ids = torch.tensor([prefix])
             logits = model.decode(
-                ids, enc.memory[row : row + 1], enc.memory_mask[row : row + 1]
+                torch.tensor([prefix]), enc.memory[row : row + 1], enc.memory_mask[row : row + 1]
             ).logits
             nxt = int(logits[0, -1].argmax())
             if nxt == EOS:
@@ -175,18 +100,18 @@ def test_greedy_matches_uncached_argmax_decoding() -> None:
 
 
 def test_greedy_is_independent_of_batch_composition() -> None:
-    model = _tiny_model()
-    src = _batch()
-    together = generate(model, src, DecodeConfig(method="greedy"))
-    for row in range(src.shape[0]):
-        n = int((src[row] != PAD).sum())
-        alone = generate(model, src[row : row + 1, :n], DecodeConfig(method="greedy"))
+    model = tiny_model()
+    ids = tiny_batch()
+    together = generate(model, ids, DecodeConfig(method="greedy"))
+    for row in range(ids.shape[0]):
+        n = int((ids[row] != PAD).sum())
+        alone = generate(model, ids[row : row + 1, :n], DecodeConfig(method="greedy"))
         assert alone[0][0].tokens == together[row][0].tokens
 
 
 def test_beam_n_best_is_sorted_and_distinct() -> None:
-    model = _tiny_model()
-    hyps = generate(model, _batch(), DecodeConfig(method="beam", beam_size=4, n_best=4))
+    model = tiny_model()
+    hyps = generate(model, tiny_batch(), DecodeConfig(method="beam", beam_size=4, n_best=4))
     for sent in hyps:
         assert 1 <= len(sent) <= 4
         scores = [h.score for h in sent]
@@ -195,25 +120,25 @@ def test_beam_n_best_is_sorted_and_distinct() -> None:
 
 
 def test_beam_never_worse_than_greedy_in_model_score() -> None:
-    model = _tiny_model()
-    src = _batch()
-    greedy = generate(model, src, DecodeConfig(method="greedy"))
-    beam = generate(model, src, DecodeConfig(method="beam", beam_size=5, length_penalty=0.0))
+    model = tiny_model()
+    ids = tiny_batch()
+    greedy = generate(model, ids, DecodeConfig(method="greedy"))
+    beam = generate(model, ids, DecodeConfig(method="beam", beam_size=5, length_penalty=0.0))
     for g, b in zip(greedy, beam, strict=True):
         assert b[0].log_prob >= g[0].log_prob - 1e-4
 
 
 def test_seeded_sampling_is_reproducible_and_seeds_differ() -> None:
-    model = _tiny_model()
-    src = _batch()
+    model = tiny_model()
+    ids = tiny_batch()
     cfg = DecodeConfig(method="sample", seed=7, temperature=1.5, top_p=0.95)
-    first = [h[0].tokens for h in generate(model, src, cfg)]
-    again = [h[0].tokens for h in generate(model, src, cfg)]
+    first = [h[0].tokens for h in generate(model, ids, cfg)]
+    again = [h[0].tokens for h in generate(model, ids, cfg)]
     assert first == again
     others = [
         [
             h[0].tokens
-            for h in generate(model, src, DecodeConfig(method="sample", seed=s, temperature=1.5))
+            for h in generate(model, ids, DecodeConfig(method="sample", seed=s, temperature=1.5))
         ]
         for s in range(8, 12)
     ]
@@ -221,31 +146,67 @@ def test_seeded_sampling_is_reproducible_and_seeds_differ() -> None:
 
 
 def test_top_k_one_sampling_is_greedy() -> None:
-    model = _tiny_model()
-    src = _batch()
-    greedy = [h[0].tokens for h in generate(model, src, DecodeConfig(method="greedy"))]
+    model = tiny_model()
+    ids = tiny_batch()
+    greedy = [h[0].tokens for h in generate(model, ids, DecodeConfig(method="greedy"))]
     topk1 = [
-        h[0].tokens for h in generate(model, src, DecodeConfig(method="sample", top_k=1, seed=0))
+        h[0].tokens for h in generate(model, ids, DecodeConfig(method="sample", top_k=1, seed=0))
     ]
     assert topk1 == greedy
 
 
-def test_filter_logits_top_k_and_top_p() -> None:
-    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    k2 = _filter_logits(logits, top_k=2, top_p=1.0)
-    assert torch.isinf(k2[0, 2:]).all() and torch.isfinite(k2[0, :2]).all()
-    p = _filter_logits(logits, top_k=0, top_p=0.75)  # 0.5 + 0.3 reaches 0.75: keep two
-    assert torch.isfinite(p[0, :2]).all() and torch.isinf(p[0, 2:]).all()
-    p1 = _filter_logits(logits, top_k=0, top_p=0.1)  # the top token is always kept
-    assert torch.isfinite(p1[0, 0]) and torch.isinf(p1[0, 1:]).all()
+class _Spread(ScriptedModel):
+    """The first token is A (0.5), B (0.3), C (0.15) or <eos> (0.05); then the end."""
+
+    TABLE = {(): {A: 0.5, B: 0.3, C: 0.15, EOS: 0.05}}
+
+
+FIRST = {A: 0.5, B: 0.3, C: 0.15, EOS: 0.05}
+
+
+def _first_tokens(**kw: object) -> Counter[int]:
+    """What 400 sampled sentences of :class:`_Spread` begin with (<eos> for an empty one),
+    checking that each keeps the model's own log-prob, not the filtered distribution's."""
+    cfg = DecodeConfig(method="sample", seed=3, **kw)  # type: ignore[arg-type]
+    out = generate(_Spread(), src(400), cfg)
+    firsts: Counter[int] = Counter()
+    for hyps in out:
+        (h,) = hyps
+        first = h.tokens[0] if h.tokens else EOS
+        assert h.tokens in ([], [first])
+        assert h.log_prob == pytest.approx(math.log(FIRST[first]), abs=1e-5)
+        firsts[first] += 1
+    return firsts
+
+
+@pytest.mark.parametrize(
+    ("kw", "kept"),
+    [
+        ({}, {A, B, C, EOS}),
+        ({"top_k": 2}, {A, B}),
+        ({"top_k": 3}, {A, B, C}),
+        ({"top_p": 0.75}, {A, B}),  # 0.5 + 0.3 reaches 0.75: C and <eos> are dropped
+        ({"top_p": 0.9}, {A, B, C}),
+        ({"top_p": 0.1}, {A}),  # the likeliest token is always kept
+        ({"top_k": 3, "top_p": 0.75}, {A, B}),
+        ({"temperature": 0.01}, {A}),
+    ],
+)
+def test_sampling_draws_only_from_the_top_k_and_the_top_p_nucleus(
+    kw: dict[str, object], kept: set[int]
+) -> None:
+    firsts = _first_tokens(**kw)
+    assert set(firsts) == kept  # 400 draws: each token kept is drawn, none other ever
+    if kept == {A, B, C, EOS}:  # unfiltered: roughly the model's distribution
+        assert firsts[A] > firsts[B] > firsts[C] > firsts[EOS]
 
 
 def test_length_cap_follows_source_length() -> None:
-    model = _tiny_model()
-    src = _batch()
-    out = generate(model, src, DecodeConfig(method="greedy", max_len_a=1.0, max_len_b=2))
+    model = tiny_model()
+    ids = tiny_batch()
+    out = generate(model, ids, DecodeConfig(method="greedy", max_len_a=1.0, max_len_b=2))
     for row, hyps in enumerate(out):
-        n = int((src[row] != PAD).sum())
+        n = int((ids[row] != PAD).sum())
         assert len(hyps[0].tokens) <= n + 2
 
 
@@ -284,430 +245,291 @@ class _EagerToStop:
 
 @pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
 def test_min_len_forbids_an_early_eos(method: str) -> None:
-    model = _EagerToStop(_tiny_model())
-    free = generate(model, _batch(), DecodeConfig(method=method, max_len_a=0.0, max_len_b=6))
+    model = _EagerToStop(tiny_model())
+    free = generate(model, tiny_batch(), DecodeConfig(method=method, max_len_a=0.0, max_len_b=6))
     cfg = DecodeConfig(method=method, max_len_a=0.0, max_len_b=6, min_len=6, seed=0)
-    forced = generate(model, _batch(), cfg)
+    forced = generate(model, tiny_batch(), cfg)
     assert all(h[0].tokens == [] for h in free)
     assert all(len(h[0].tokens) == 6 for h in forced)
     assert all(model.config.eos_id not in h[0].tokens for h in forced)
 
 
-@pytest.mark.parametrize(
-    "cfg",
-    [
-        DecodeConfig(method="greedy"),
-        DecodeConfig(method="beam", beam_size=3, n_best=3),
-        DecodeConfig(method="sample", seed=5),
-    ],
-    ids=["greedy", "beam", "sample"],
-)
-def test_banned_tokens_never_appear_and_follow_their_sentence(cfg: DecodeConfig) -> None:
-    model = _tiny_model()
-    src = _batch()
-    free = generate(model, src, cfg)
-    # ban, in each sentence, every token its unconstrained output used (never <eos>)
-    banned = torch.zeros(src.shape[0], 29, dtype=torch.bool)
-    for row, hyps in enumerate(free):
-        for h in hyps:
-            banned[row, h.tokens] = True
-    assert banned.any()
-    out = generate(model, src, cfg, banned=banned)
-    for row, hyps in enumerate(out):
-        for h in hyps:
-            assert not banned[row, h.tokens].any(), (row, h.tokens)
-    # nothing banned: exactly the unconstrained decoding
-    none = generate(model, src, cfg, banned=torch.zeros_like(banned))
-    assert [[h.tokens for h in s] for s in none] == [[h.tokens for h in s] for s in free]
+# ---------------------------------------------------------------- the loop's interfaces
+# The constraint and terms below are defined here, not in the package: the loop must serve
+# them as it serves its own, with no per-feature knowledge.
 
 
-def test_a_malformed_ban_is_refused() -> None:
-    model, src = _tiny_model(), _batch()
-    with pytest.raises(ValueError, match="shape"):
-        generate(model, src, banned=torch.zeros(2, 29, dtype=torch.bool))
-    eos = torch.zeros(src.shape[0], 29, dtype=torch.bool)
-    eos[:, EOS] = True
-    with pytest.raises(ValueError, match="<eos>"):
-        generate(model, src, banned=eos)
+class _NotAfter(Constraint):
+    """A hard constraint the package does not have: ``then`` may not follow ``first``."""
+
+    def __init__(self, first: int, then: int) -> None:
+        self.first, self.then = first, then
+        self.last = torch.zeros(0, dtype=torch.long)  # (N,) each row's last token
+
+    def start(self, row_sentence: list[int]) -> None:
+        self.last = torch.full((len(row_sentence),), -1, dtype=torch.long)
+
+    def mask(self, logits: torch.Tensor) -> None:
+        logits[self.last == self.first, self.then] = float("-inf")
+
+    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+        self.last = tokens.clone()  # rows: the parents; only their newest token matters
 
 
-def _needs_c(*needs: int) -> Coverage:
-    """Coverage of one symbol, written only by the stub's token C; ``needs[b]`` per sentence."""
-    table = torch.zeros(V, 1, dtype=torch.long)
-    table[C, 0] = 1
-    return Coverage(need=torch.tensor([[n] for n in needs], dtype=torch.long), table=table)
+class _EndsWith(Term):
+    """A ranking term the package does not have: a hypothesis whose last written token is
+    ``token`` pays ``cost`` at its end; with ``owing``, one that never wrote ``token`` owes
+    it (and pays ``cost``) instead."""
+
+    def __init__(self, token: int, cost: float, *, owing: bool = False) -> None:
+        self.token, self.cost, self.owing = token, cost, owing
+        self.last: list[int] = []
+        self.wrote: list[bool] = []
+
+    def start(self, row_sentence: list[int]) -> None:
+        self.last = [-1] * len(row_sentence)
+        self.wrote = [False] * len(row_sentence)
+
+    def at_end(self, row: int, token: int) -> tuple[float, bool]:
+        if self.owing:
+            owes = not (self.wrote[row] or token == self.token)
+            return (self.cost if owes else 0.0), owes
+        last = token if token != EOS else self.last[row]
+        return (self.cost if last == self.token else 0.0), False
+
+    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+        parents = list(range(len(self.last))) if rows is None else rows.tolist()
+        self.wrote = [
+            self.wrote[p] or t == self.token for p, t in zip(parents, tokens.tolist(), strict=True)
+        ]
+        self.last = tokens.tolist()
 
 
-def test_coverage_ranks_down_what_owes_and_keeps_the_model_scores() -> None:
-    # without coverage B·eos (0.36) beats A·eos (0.30) and A·C·eos (0.24); needing C, the
-    # best is A·C, and a hypothesis that owes C keeps its log-prob but loses score
-    w = 10.0
-    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0, number_coverage=w)
-    hyps = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0]
-    assert [h.tokens for h in hyps] == [[A, C], [B]]
-    assert hyps[0].score == pytest.approx(math.log(0.24))
-    assert hyps[1].score == pytest.approx(math.log(0.36) - w)
-    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.24), math.log(0.36)])
-    # a weak push changes nothing: 0.36 still beats 0.24 by more than 0.1
-    weak = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.1)
-    assert generate(ScriptedModel(), _src(), weak, coverage=_needs_c(1))[0][0].tokens == [B]
+@dataclass
+class _Toll:
+    """A charge: ``now`` (N,) on every continuation of a row, ``per_token`` on each
+    continuation that writes ``token``."""
+
+    now: torch.Tensor | None
+    token: int
+    per_token: float
+
+    def apply(self, rank: torch.Tensor) -> None:
+        rank[:, self.token] -= self.per_token
 
 
-def test_coverage_is_off_at_zero_and_for_greedy_and_sampling() -> None:
-    # greedy has no other hypothesis to choose: pushing it would only make it write on
-    for cfg in (
-        DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=0.0),
-        DecodeConfig(method="greedy", number_coverage=10.0),
-        DecodeConfig(method="sample", top_k=1, number_coverage=10.0),
-    ):
-        plain = generate(ScriptedModel(), _src(), cfg)[0][0]
-        pushed = generate(ScriptedModel(), _src(), cfg, coverage=_needs_c(1))[0][0]
-        assert pushed == plain
+class _Tolls(Term):
+    """A ranking term charged while searching: each continuation that writes ``token`` pays
+    ``on_write``, and each row that has just written it pays ``after`` on all it writes next."""
 
+    def __init__(self, token: int, *, on_write: float = 0.0, after: float = 0.0) -> None:
+        self.token, self.on_write, self.after = token, on_write, after
+        self.just_wrote = torch.zeros(0, dtype=torch.bool)
 
-def test_coverage_weights_charge_each_column_its_own_amount() -> None:
-    # column 0 is C, weighed 10; column 1 (also C) is weighed 0 and so not covered at all.
-    # The weights replace number_coverage, which is 0 here and would turn a plain coverage off
-    table = torch.zeros(V, 2, dtype=torch.long)
-    table[C] = 1
-    weighed = Coverage(need=torch.tensor([[1, 0]]), table=table, weight=torch.tensor([10.0, 0.0]))
-    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0, number_coverage=0)
-    hyps = generate(ScriptedModel(), _src(), cfg, coverage=weighed)[0]
-    assert [h.tokens for h in hyps] == [[A, C], [B]]
-    assert hyps[1].score == pytest.approx(math.log(0.36) - 10.0)
-    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.24), math.log(0.36)])
-    # owing only a column weighed 0 costs nothing: B·<eos> wins as without coverage
-    off = Coverage(need=torch.tensor([[0, 1]]), table=table, weight=torch.tensor([10.0, 0.0]))
-    assert generate(ScriptedModel(), _src(), cfg, coverage=off)[0][0].tokens == [B]
-    assert (
-        generate(ScriptedModel(), _src(), cfg, coverage=off)[0]
-        == generate(ScriptedModel(), _src(), cfg)[0]
-    )
-    # two symbols owed at 10 each: the charge is 20
-    both = Coverage(need=torch.tensor([[1, 1]]), table=table, weight=torch.tensor([10.0, 10.0]))
-    hyps = generate(ScriptedModel(), _src(), cfg, coverage=both)[0]
-    assert hyps[1].tokens == [B] and hyps[1].score == pytest.approx(math.log(0.36) - 20.0)
+    def start(self, row_sentence: list[int]) -> None:
+        self.just_wrote = torch.zeros(len(row_sentence), dtype=torch.bool)
 
+    def charge(
+        self, log_probs: torch.Tensor, attention: Sequence[torch.Tensor] | None
+    ) -> _Toll | None:
+        now = self.just_wrote.float() * self.after if self.after else None
+        return _Toll(now, self.token, self.on_write)
 
-@pytest.mark.parametrize(
-    ("weight", "message"),
-    [
-        (torch.tensor([1.0, 1.0]), "weight needs shape"),
-        (torch.tensor([-1.0]), "finite and >= 0"),
-        (torch.tensor([float("nan")]), "finite and >= 0"),
-        (torch.tensor([float("inf")]), "finite and >= 0"),
-    ],
-)
-def test_malformed_coverage_weights_are_refused(weight: torch.Tensor, message: str) -> None:
-    bad = Coverage(need=_needs_c(1).need, table=_needs_c(1).table, weight=weight)
-    with pytest.raises(ValueError, match=message):
-        generate(ScriptedModel(), _src(), coverage=bad)
-
-
-class _Attending(ScriptedModel):
-    """ScriptedModel's table, with the cross-attention of its newest position scripted too.
-
-    The source is [A, A, <eos>]. Layer 1 (the one measured) attends as ATTN says; layer 0
-    spreads evenly, so reading the wrong layer gives other scores. B·<eos>, the likeliest,
-    only ever looks at the first token; A·<eos> half-covers the second; A·C·<eos> covers both.
-    """
-
-    ATTN: dict[tuple[int, ...], list[float]] = {
-        (): [1.0, 0.0, 0.0],
-        (A,): [0.0, 0.5, 0.5],
-        (B,): [1.0, 0.0, 0.0],
-        (A, C): [0.0, 0.5, 0.5],
-    }
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.config.n_dec_layers = 2
-        self.asked = 0  # decode calls that asked for the attention weights
-
-    def decode(
-        self, tgt_ids: torch.Tensor, cache: StubCache, need_weights: bool = False
-    ) -> SimpleNamespace:
-        out = super().decode(tgt_ids, cache)
-        if need_weights:
-            self.asked += 1
-            rows = [self.ATTN.get(tuple(p), [1 / 3] * 3) for p in cache.prefixes]
-            layer1 = torch.tensor(rows)[:, None, None, :].expand(-1, 2, 1, 3)  # (N,H,1,S)
-            out.cross_attentions = [torch.full_like(layer1, 1 / 3), layer1]
-        return out
-
-
-def _covered(*received: float) -> float:
-    return sum(math.log(min(max(r, 1e-6), 1.0)) for r in received)
-
-
-def test_attention_coverage_ranks_down_what_left_its_source_unattended() -> None:
-    src = torch.tensor([[A, A, EOS]])
-    plain = DecodeConfig(method="beam", beam_size=3, n_best=3, length_penalty=0.0)
-    assert generate(_Attending(), src, plain)[0][0].tokens == [B]  # the model's own choice
-    # the <eos> position's attention is not counted; B·<eos> never attended to token 2
-    model_and_cover = {
-        (B,): (math.log(0.36), _covered(2.0, 0.0)),
-        (A,): (math.log(0.30), _covered(1.0, 0.5)),
-        (A, C): (math.log(0.24), _covered(1.0, 1.0)),
-    }
-    for beta, best in ((0.02, [A]), (1.0, [A, C])):
-        cfg = DecodeConfig(
-            method="beam", beam_size=4, n_best=4, length_penalty=0.0, attention_coverage=beta
-        )
-        model = _Attending()
-        hyps = {tuple(h.tokens): h for h in generate(model, src, cfg, attend=1)[0]}
-        assert list(hyps)[0] == tuple(best)
-        assert model.asked > 0
-        assert {(A,), (A, C)} <= set(hyps) and ((B,) in hyps) == (beta < 1)
-        for tokens, (log_prob, cover) in model_and_cover.items():
-            if tokens not in hyps:
-                continue  # B·<eos>, at the strong push: ranked below the 4 kept
-            assert hyps[tokens].score == pytest.approx(log_prob + beta * cover), tokens
-            assert hyps[tokens].log_prob == pytest.approx(log_prob)  # the model's own
-    # layer 0 spreads its attention evenly: every hypothesis covers less, A·C still most
-    far = DecodeConfig(
-        method="beam", beam_size=3, n_best=3, length_penalty=0.0, attention_coverage=1.0
-    )
-    scores = {tuple(h.tokens): h.score for h in generate(_Attending(), src, far, attend=0)[0]}
-    assert scores[(A,)] == pytest.approx(math.log(0.30) + _covered(2 / 3, 2 / 3))
-
-
-class _SwappingAttention(_Attending):
-    """_Swapping's table (the two beams trade rows at step 1), with attention that differs by
-    beam: after C the second token gets all of it, after A a tenth."""
-
-    TABLE = {
-        (): {C: 0.55, A: 0.45},
-        (C,): {B: 0.6, EOS: 0.4},
-        (A,): {B: 0.9, EOS: 0.1},
-        (C, B): {EOS: 1.0},
-        (A, B): {EOS: 1.0},
-    }
-    ATTN = {(): [1.0, 0.0, 0.0], (C,): [0.0, 1.0, 0.0], (A,): [0.0, 0.1, 0.9]}
-
-
-def test_attention_coverage_follows_each_beam_through_reordering() -> None:
-    # at step 1 A·B (0.405) overtakes C·B (0.33) and the rows swap; the attention each has
-    # received must swap with them. The last step attends a third to each token.
-    cfg = DecodeConfig(
-        method="beam", beam_size=2, n_best=2, length_penalty=0.0, attention_coverage=1.0
-    )
-    src = torch.tensor([[A, A, EOS]])
-    out = generate(_SwappingAttention(), src, cfg, attend=1)[0]
-    hyps = {tuple(h.tokens): h.score for h in out}
-    assert list(hyps) == [(C, B), (A, B)]
-    assert hyps[(C, B)] == pytest.approx(math.log(0.55 * 0.6) + _covered(1 + 1 / 3, 1 + 1 / 3))
-    assert hyps[(A, B)] == pytest.approx(math.log(0.45 * 0.9) + _covered(1 + 1 / 3, 0.1 + 1 / 3))
-
-
-def test_attention_coverage_is_off_at_zero_without_a_layer_and_for_greedy() -> None:
-    src = torch.tensor([[A, A, EOS]])
-    for cfg, attend in (
-        (DecodeConfig(method="beam", beam_size=3, attention_coverage=0.0), 1),
-        (DecodeConfig(method="beam", beam_size=3, attention_coverage=1.0), None),
-        (DecodeConfig(method="greedy", attention_coverage=1.0), 1),
-        (DecodeConfig(method="sample", top_k=1, attention_coverage=1.0), 1),
-    ):
-        model = _Attending()
-        assert generate(model, src, cfg, attend=attend) == generate(ScriptedModel(), src, cfg)
-        assert model.asked == 0  # the weights are not even computed
-    with pytest.raises(ValueError, match="decoder layer"):
-        generate(_Attending(), src, attend=2)
-    with pytest.raises(ValueError, match="attention_coverage"):
-        DecodeConfig(attention_coverage=float("nan"))
-
-
-class _Swapping(ScriptedModel):
-    """Beam rows swap places at step 1: the row that wrote C (step 0's best) falls behind."""
-
-    TABLE: dict[tuple[int, ...], dict[int, float]] = {
-        (): {C: 0.55, A: 0.45},
-        (C,): {B: 0.6, EOS: 0.4},
-        (A,): {B: 0.9, EOS: 0.1},
-        (C, B): {EOS: 1.0},
-        (A, B): {EOS: 1.0},
-    }
-
-
-def test_coverage_counts_follow_each_sentence_and_beam_through_reordering() -> None:
-    cfg = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=10.0)
-    out = generate(_Swapping(), _src(2), cfg, coverage=_needs_c(1, 0))
-    # sentence 0 needs C: C·B (0.33) wins over A·B (0.405) only if the count of C went with
-    # its row when the rows were reordered; sentence 1 needs nothing
-    assert out[0][0].tokens == [C, B]
-    assert out[0][0].log_prob == pytest.approx(math.log(0.55 * 0.6))
-    assert out[1][0].tokens == [A, B]
-
-
-class _LateChoice(ScriptedModel):
-    """Two endings at step 1 (A·<eos>, B·<eos>), then after A·B: end (0.6) or write C (0.4)."""
-
-    TABLE: dict[tuple[int, ...], dict[int, float]] = {
-        (): {A: 0.6, B: 0.4},
-        (A,): {EOS: 0.9, B: 0.1},
-        (B,): {EOS: 0.9, B: 0.1},
-        (A, B): {EOS: 0.6, C: 0.4},
-        (B, B): {EOS: 0.7, C: 0.3},
-    }
-
-
-def test_coverage_of_several_sentences_survives_one_stopping_early() -> None:
-    # the middle sentence needs nothing and is done at step 1; the rows of the other two
-    # close up, and at step 2 each must still know that it owes C (or A·B·<eos> would win)
-    cfg = DecodeConfig(method="beam", beam_size=2, length_penalty=0.0, number_coverage=10.0)
-    out = generate(_LateChoice(), _src(3), cfg, coverage=_needs_c(1, 0, 1))
-    assert [h[0].tokens for h in out] == [[A, B, C], [A], [A, B, C]]
-    assert [h[0].log_prob for h in out] == pytest.approx(
-        [math.log(0.6 * 0.1 * 0.4), math.log(0.6 * 0.9), math.log(0.6 * 0.1 * 0.4)]
-    )
-
-
-class _Babbling(ScriptedModel):
-    """After A the model ends (0.7) or writes B again and again (0.3); C never comes."""
-
-    def next_dist(self, prefix: list[int]) -> dict[int, float]:
-        return {A: 1.0} if not prefix else {EOS: 0.7, B: 0.3}
-
-
-@pytest.mark.parametrize("beam", [1, 2, 4])
-def test_a_need_no_beam_can_meet_does_not_make_the_output_babble(beam: int) -> None:
-    # the search goes on to the length cap looking for C, but what it returns is the best
-    # ending it found, not a hypothesis cut at the cap
-    cfg = DecodeConfig(method="beam", beam_size=beam, number_coverage=4.0)
-    best = generate(_Babbling(), _src(), cfg, coverage=_needs_c(1))[0][0]
-    assert best.tokens == [A]
-    assert best.log_prob == pytest.approx(math.log(0.7))
-
-
-def test_a_malformed_coverage_is_refused() -> None:
-    with pytest.raises(ValueError, match="shapes"):
-        generate(ScriptedModel(), _src(2), coverage=_needs_c(1))
-    bad = Coverage(need=torch.ones(1, 1), table=torch.ones(V, 1))
-    with pytest.raises(ValueError, match="integer"):
-        generate(ScriptedModel(), _src(), coverage=bad)
-    with pytest.raises(ValueError, match="number_coverage"):
-        DecodeConfig(number_coverage=-1.0)
-
-
-class _NeverEnding(ScriptedModel):
-    """After A: end (0.7) or start writing B, and once B is written, never end."""
-
-    def next_dist(self, prefix: list[int]) -> dict[int, float]:
-        return {A: 1.0} if not prefix else {B: 1.0} if B in prefix else {EOS: 0.7, B: 0.3}
-
-
-def test_a_hypothesis_cut_at_the_cap_never_beats_one_that_ended() -> None:
-    # B is the owed symbol; only hypotheses that never end write it. Cut at the cap they owe
-    # nothing and would outrank A·<eos>; but with K = 1 the search went on past A·<eos> only
-    # for the coverage, so what it cut at the cap is not returned
-    table = torch.zeros(V, 1, dtype=torch.long)
-    table[B, 0] = 1
-    need_b = Coverage(need=torch.tensor([[1]]), table=table)
-    cfg = DecodeConfig(method="beam", beam_size=1, number_coverage=4.0)
-    assert generate(_NeverEnding(), _src(), cfg, coverage=need_b)[0][0].tokens == [A]
-
-
-# the stub's vocabulary as UTF-8: A a lead byte announcing one continuation, B a
-# continuation byte, C an ordinary piece
-ROLES = torch.tensor([0, 0, 0, 1, -1, 0])
-
-
-class _BrokenBytes(ScriptedModel):
-    """A model that would break UTF-8: it likes a stray continuation byte first, and after
-    the lead byte a word piece more than the continuation it owes."""
-
-    TABLE = {
-        (): {B: 0.5, A: 0.4, C: 0.1},
-        (A,): {C: 0.6, EOS: 0.3, B: 0.1},
-        (A, B): {EOS: 1.0},
-    }
-
-
-def _well_formed(tokens: list[int]) -> bool:
-    owed = 0
-    for t in tokens:
-        if (t == B) != (owed > 0):
-            return False
-        owed = owed - 1 if t == B else (1 if t == A else 0)
-    return owed == 0
-
-
-def test_utf8_roles_of_byte_pieces() -> None:
-    pieces = ["<0x41>", "<0xC2>", "<0xE2>", "<0xF0>", "<0xA3>", "<0xC1>", "<0xFF>"]
-    roles = utf8_roles({p: i + 2 for i, p in enumerate(pieces)}, 10)  # ids 0, 1, 9: no bytes
-    assert roles.tolist() == [0, 0, 0, 1, 2, 3, -1, -2, -2, 0]
+    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+        self.just_wrote = tokens == self.token
 
 
 @pytest.mark.parametrize(
     "cfg",
     [
         DecodeConfig(method="greedy"),
-        DecodeConfig(method="beam", beam_size=3, n_best=3),
-        DecodeConfig(method="sample", seed=5),
-        DecodeConfig(method="sample", seed=6),
+        DecodeConfig(method="sample", top_k=1, seed=0),
+        DecodeConfig(method="sample", seed=4),
     ],
-    ids=["greedy", "beam", "sample5", "sample6"],
+    ids=["greedy", "sample-top1", "sample"],
 )
-def test_byte_pieces_always_spell_whole_characters(cfg: DecodeConfig) -> None:
-    free = generate(_BrokenBytes(), _src(2), cfg)
-    if cfg.method != "sample":  # the model's own choice is broken (a sample may not be)
-        assert not all(_well_formed(h.tokens) for s in free for h in s)
-    out = generate(_BrokenBytes(), _src(2), cfg, utf8=ROLES)
+def test_a_constraint_defined_outside_the_package_holds_for_greedy_and_sampling(
+    cfg: DecodeConfig,
+) -> None:
+    # A·<eos> is banned: after A the choice is renormalised over C (0.4) and B (0.1)
+    out = generate(ScriptedModel(), src(4), cfg, constraints=[_NotAfter(A, EOS)])
+    for (h,) in out:
+        assert h.tokens in ([A, C], [A, B], [B], [B, C])
+    if cfg.top_k == 1 or cfg.method == "greedy":
+        assert [h[0].tokens for h in out] == [[A, C]] * 4
+        assert out[0][0].log_prob == pytest.approx(math.log(0.6 * 0.8))
+
+
+def test_a_constraint_defined_outside_the_package_follows_beams_and_sentences() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
+    free = generate(ScriptedModel(), src(3), cfg)
+    assert [[h.tokens for h in s] for s in free] == [[[B], [A]]] * 3
+    out = generate(ScriptedModel(), src(3), cfg, constraints=[_NotAfter(A, EOS)])
+    # A·<eos> cannot end: renormalised, A·C is 0.6·0.8 = 0.48 and beats B·<eos> (0.36)
     for hyps in out:
-        assert hyps and all(_well_formed(h.tokens) for h in hyps), hyps
-    if cfg.method == "greedy":
-        # the choice is renormalised over what is allowed: A is 0.4 of the 0.5 left
-        assert out[0][0].tokens == [A, B]
-        assert out[0][0].log_prob == pytest.approx(math.log(0.8))
+        assert [h.tokens for h in hyps] == [[A, C], [B]]
+        assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.48), math.log(0.36)])
+        assert [h.score for h in hyps] == pytest.approx([math.log(0.48), math.log(0.36)])
 
 
-def test_a_row_whose_continuations_are_all_banned_is_left_to_the_model() -> None:
-    banned = torch.zeros(1, V, dtype=torch.bool)
-    banned[0, B] = True  # no continuation may be written: the guard cannot hold, nor empty
-    out = generate(_BrokenBytes(), _src(), DecodeConfig(method="greedy"), banned=banned, utf8=ROLES)
-    assert out[0][0].tokens == [A, C]
-    with pytest.raises(ValueError, match="one role per target token"):
-        generate(_BrokenBytes(), _src(), utf8=ROLES[:5])
+def test_a_term_defined_outside_the_package_charges_a_hypothesis_at_its_end() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
+    out = generate(ScriptedModel(), src(2), cfg, terms=[_EndsWith(B, 10.0)])
+    for hyps in out:  # B·<eos> (0.36) pays 10 in ranking, and A·<eos> (0.30) wins
+        assert [h.tokens for h in hyps] == [[A], [B]]
+        assert [h.score for h in hyps] == pytest.approx([math.log(0.30), math.log(0.36) - 10])
+        assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.30), math.log(0.36)])
 
 
-class _SwappedBytes(ScriptedModel):
-    """Spelling a three-byte character (A = lead byte 0xE2, B = 0x89, C = 0xA4: "≤"), the
-    model likes the continuation bytes in the wrong order: A C B is "⊉", not the source's."""
+def test_what_a_term_says_is_owed_keeps_the_search_going() -> None:
+    # The same charge for not writing C, with and without saying so: a hypothesis that owes
+    # does not count towards the K that stop the search, which goes on and finds A·C·<eos>
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
+    owing = generate(ScriptedModel(), src(), cfg, terms=[_EndsWith(C, 10.0, owing=True)])[0]
+    assert [h.tokens for h in owing] == [[A, C], [B]]
+    assert [h.score for h in owing] == pytest.approx([math.log(0.24), math.log(0.36) - 10])
 
-    TABLE = {
-        (): {A: 1.0},
-        (A,): {C: 0.6, B: 0.4},
-        (A, C): {B: 0.7, C: 0.3},
-        (A, B): {B: 0.6, C: 0.4},
-    }
+    class _Charges(_EndsWith):
+        def at_end(self, row: int, token: int) -> tuple[float, bool]:
+            return super().at_end(row, token)[0], False  # charges, never owes
+
+    charged = generate(ScriptedModel(), src(), cfg, terms=[_Charges(C, 10.0, owing=True)])[0]
+    # the search stopped with B·<eos> and A·<eos>, both charged: the model's order again
+    assert [h.tokens for h in charged] == [[B], [A]]
+    assert [h.score for h in charged] == pytest.approx([math.log(0.36) - 10, math.log(0.30) - 10])
 
 
-# A announces two continuation bytes, B and C are continuation bytes
-ROLES_3 = torch.tensor([0, 0, 0, 2, -1, -1])
-BYTE_OF = torch.tensor([-1, -1, -1, 0xE2, 0x89, 0xA4])
+def test_a_term_defined_outside_the_package_charges_continuations_while_searching() -> None:
+    one = DecodeConfig(method="beam", beam_size=1, length_penalty=0.0)
+    # writing A costs 10 in ranking: one beam takes B (0.4) at the first step, then <eos>
+    best = generate(ScriptedModel(), src(), one, terms=[_Tolls(A, on_write=10.0)])[0][0]
+    assert best.tokens == [B]
+    assert best.score == pytest.approx(math.log(0.36))
+    assert best.log_prob == pytest.approx(math.log(0.36))
+    # a row that has written A pays on everything it writes next (Charge.now), and keeps
+    # what it paid in its score: A·<eos> ranks 1 lower; at 10 it falls out of the top K
+    cfg = DecodeConfig(method="beam", beam_size=2, n_best=2, length_penalty=0.0)
+    for sent in generate(ScriptedModel(), src(2), cfg, terms=[_Tolls(A, after=1.0)]):
+        assert [h.tokens for h in sent] == [[B], [A]]
+        assert [h.score for h in sent] == pytest.approx([math.log(0.36), math.log(0.30) - 1])
+        assert [h.log_prob for h in sent] == pytest.approx([math.log(0.36), math.log(0.30)])
+    for sent in generate(ScriptedModel(), src(2), cfg, terms=[_Tolls(A, after=10.0)]):
+        assert [h.tokens for h in sent] == [[B], [B, C]]
+        assert [h.score for h in sent] == pytest.approx([math.log(0.36), math.log(0.04)])
 
 
 @pytest.mark.parametrize(
     "cfg",
-    [DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=3, n_best=3)],
-    ids=["greedy", "beam"],
+    [DecodeConfig(method="greedy"), DecodeConfig(method="sample", seed=2)],
+    ids=["greedy", "sample"],
 )
-def test_byte_pieces_spell_only_the_sources_characters(cfg: DecodeConfig) -> None:
-    le = "\u2264".encode()  # "≤" = E2 89 A4
-    assert le == bytes([0xE2, 0x89, 0xA4])
-    free = generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3)
-    assert free[0][0].tokens == [A, C, B]  # well-formed UTF-8, but "⊉"
-    whole = WholeCharacters(BYTE_OF, [frozenset({le}), frozenset()])
-    out = generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3, whole=whole)
-    assert out[0][0].tokens == [A, B, C]  # only "≤" can be spelled
-    assert not any(h.tokens[:2] == [A, C] for h in out[0])
-    # the bytes keep the model's probabilities (the UTF-8 check's, over the continuation
-    # bytes), not renormalised over the one byte left: finishing a character is not free
-    assert out[0][0].log_prob == pytest.approx(math.log(0.4 * 0.4))
-    # the second sentence has no character to spell: left to the UTF-8 check alone
-    assert out[1][0].tokens == free[1][0].tokens
-    with pytest.raises(ValueError, match="whole needs utf8"):
-        generate(_SwappedBytes(), _src(2), cfg, whole=whole)
-    with pytest.raises(ValueError, match="the byte of each of 6 target tokens"):
-        short = WholeCharacters(BYTE_OF[:5], [frozenset({le}), frozenset()])
-        generate(_SwappedBytes(), _src(2), cfg, utf8=ROLES_3, whole=short)
+def test_greedy_decoding_and_sampling_ignore_terms(cfg: DecodeConfig) -> None:
+    model = Attending()
+    plain = generate(model, src(3), cfg)
+    terms = [_EndsWith(A, 10.0), _EndsWith(C, 10.0, owing=True), _Tolls(A, on_write=10.0)]
+    assert generate(model, src(3), cfg, terms=terms) == plain
+
+
+class _Recorder(Constraint, Term):
+    """Both a constraint and a term that allows and charges nothing and records what the
+    loop tells it."""
+
+    def __init__(self, *, reads_attention: bool = False) -> None:
+        self.reads_attention = reads_attention
+        self.checked: list[tuple[int, int]] = []
+        self.started: list[list[int]] = []
+        self.calls: list[str] = []
+        self.attention: list[Sequence[torch.Tensor] | None] = []
+        self.rows = 0  # how many rows there are now
+
+    def check(self, batch: int, vocab: int) -> None:
+        self.checked.append((batch, vocab))
+
+    def start(self, row_sentence: list[int]) -> None:
+        self.started.append(list(row_sentence))
+        self.rows = len(row_sentence)
+
+    def mask(self, logits: torch.Tensor) -> None:
+        assert logits.shape == (self.rows, V)
+        self.calls.append("mask")
+
+    def trim(self, logits: torch.Tensor, log_probs: torch.Tensor) -> None:
+        assert logits.shape == log_probs.shape == (self.rows, V)
+        self.calls.append("trim")
+
+    def charge(self, log_probs: torch.Tensor, attention: Sequence[torch.Tensor] | None) -> None:
+        assert log_probs.shape == (self.rows, V)
+        self.attention.append(attention)
+        self.calls.append("charge")
+
+    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+        if rows is not None:
+            assert int(rows.max()) < self.rows
+            self.rows = len(rows)
+        assert tokens.shape == (self.rows,)
+        self.calls.append("advance")
+
+
+def test_the_loop_checks_starts_and_advances_constraints_and_terms() -> None:
+    # greedy: one row per sentence; the terms are not even started
+    constraint, term = _Recorder(), _Recorder()
+    generate(Attending(), src(3), DecodeConfig(method="greedy"), constraints=[constraint])
+    assert constraint.checked == [(3, V)] and constraint.started == [[0, 1, 2]]
+    assert set(constraint.calls) == {"mask", "trim", "advance"}
+    generate(Attending(), src(3), DecodeConfig(method="greedy"), terms=[term])
+    assert term.checked == [(3, V)] and term.started == [] and term.calls == []
+    # beam search: K consecutive rows per sentence; each step masks, trims, then charges
+    constraint, term = _Recorder(), _Recorder()
+    cfg = DecodeConfig(method="beam", beam_size=2)
+    generate(Attending(), src(3), cfg, constraints=[constraint], terms=[term])
+    for part in (constraint, term):
+        assert part.checked == [(3, V)]
+        assert part.started == [[0, 0, 1, 1, 2, 2]]
+    assert constraint.calls[:3] == ["mask", "trim", "advance"]
+    assert term.calls[:2] == ["charge", "advance"]
+    assert constraint.calls.count("advance") == term.calls.count("advance") >= 1
+
+
+def test_only_a_term_that_reads_attention_is_given_it() -> None:
+    cfg = DecodeConfig(method="beam", beam_size=2)
+    blind, model = _Recorder(), Attending()
+    plain = generate(model, src(), cfg)
+    assert generate(model, src(), cfg, terms=[blind]) == plain
+    assert model.asked == 0 and blind.attention and all(a is None for a in blind.attention)
+    reader, model = _Recorder(reads_attention=True), Attending()
+    assert generate(model, src(), cfg, terms=[blind, reader]) == plain  # charges nothing
+    assert model.asked == len(reader.attention) > 0
+    for attention in reader.attention:  # every layer's (N,H,1,S), given to both
+        assert attention is not None and len(attention) == 2
+        assert all(a.shape[1:] == (2, 1, 3) for a in attention)
+
+
+def test_what_a_constraint_or_a_term_refuses_is_refused_before_decoding() -> None:
+    class _SmallVocab(Constraint, Term):
+        def check(self, batch: int, vocab: int) -> None:
+            if vocab > 5:
+                raise ValueError("too many tokens")
+
+    model = Attending()
+    for kw in ({"constraints": [_SmallVocab()]}, {"terms": [_SmallVocab()]}):
+        for method in ("greedy", "beam"):
+            with pytest.raises(ValueError, match="too many tokens"):
+                generate(model, src(), DecodeConfig(method=method), **kw)  # type: ignore[arg-type]
+    assert model.asked == 0
+
+
+def test_the_tiny_models_vocabulary_is_what_the_loop_checks_against() -> None:
+    model, ids = tiny_model(), tiny_batch()
+
+    class _Tiny(_Recorder):
+        def mask(self, logits: torch.Tensor) -> None:
+            assert logits.shape == (self.rows, TINY_TGT_VOCAB)
+
+        def trim(self, logits: torch.Tensor, log_probs: torch.Tensor) -> None:
+            pass
+
+    tiny = _Tiny()
+    out = generate(model, ids, DecodeConfig(method="beam", beam_size=3), constraints=[tiny])
+    assert tiny.checked == [(5, TINY_TGT_VOCAB)]
+    assert tiny.started == [[s for s in range(5) for _ in range(3)]]
+    assert out == generate(model, ids, DecodeConfig(method="beam", beam_size=3))

@@ -15,6 +15,8 @@ from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
 from attenzione.lexicon import Lexicon, piece_table, translated_words, word_list, words_of
+from attenzione.scoring import Terms
+from attenzione.terms import WordPenalty
 from attenzione.translator import Translator
 
 # a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it; "▁Dvo",
@@ -43,6 +45,12 @@ KNOWN = ["gatto", "è"]
 def _lexicon(*sources: set[str], penalty: float = 8.0) -> Lexicon:
     texts, starts = piece_table(PIECES, EOS)
     return Lexicon(KNOWN, texts, starts, [frozenset(s) for s in sources], penalty)
+
+
+def _checked(*sources: set[str], penalty: float = 8.0, beam: int = 3) -> list[WordPenalty]:
+    """The word check as beam search takes it: one ranking term, looking at each row's 2K
+    likeliest pieces."""
+    return [WordPenalty(_lexicon(*sources, penalty=penalty), 2 * beam, torch.device("cpu"))]
 
 
 def test_words_are_lowercased_letter_runs() -> None:
@@ -124,7 +132,7 @@ BEAM = DecodeConfig(method="beam", beam_size=3, n_best=3, length_penalty=0.0)
 def test_an_invented_word_is_ranked_down_and_log_probs_stay_the_models() -> None:
     plain = generate(_Speller(), _src(), BEAM)[0]
     assert plain[0].tokens == [GA, PPO]  # the model's own choice: "gappo"
-    hyps = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=8.0))[0]
+    hyps = generate(_Speller(), _src(), BEAM, terms=_checked(set(), penalty=8.0))[0]
     assert [h.tokens for h in hyps] == [[GA, TTO], [GA, PPO], [GA, TT]]
     # "gappo" pays once, at the piece that made it impossible; "gatt" at its end
     assert [h.score for h in hyps] == pytest.approx(
@@ -134,13 +142,13 @@ def test_an_invented_word_is_ranked_down_and_log_probs_stay_the_models() -> None
 
 
 def test_a_weak_penalty_leaves_a_much_likelier_word() -> None:
-    weak = _lexicon(set(), penalty=0.5)  # 0.6·e^-0.5 = 0.36 > 0.3
-    assert generate(_Speller(), _src(), BEAM, lexicon=weak)[0][0].tokens == [GA, PPO]
+    weak = _checked(set(), penalty=0.5)  # 0.6·e^-0.5 = 0.36 > 0.3
+    assert generate(_Speller(), _src(), BEAM, terms=weak)[0][0].tokens == [GA, PPO]
 
 
 def test_a_source_word_is_known_for_its_own_sentence_only() -> None:
     # sentence 0's source has "Gappo" (a name to copy); sentence 1's does not
-    out = generate(_Speller(), _src(2), BEAM, lexicon=_lexicon({"gappo"}, set()))
+    out = generate(_Speller(), _src(2), BEAM, terms=_checked({"gappo"}, set()))
     assert [h[0].tokens for h in out] == [[GA, PPO], [GA, TTO]]
 
 
@@ -148,7 +156,7 @@ def test_a_spoiled_word_is_charged_as_it_is_chosen_even_with_one_beam() -> None:
     # one beam keeps one hypothesis: had "ppo" been charged a step late, "gappo" would
     # already have pushed "gatto" out
     one = DecodeConfig(method="beam", beam_size=1, length_penalty=0.0)
-    best = generate(_Speller(), _src(), one, lexicon=_lexicon(set()))[0][0]
+    best = generate(_Speller(), _src(), one, terms=_checked(set(), beam=1))[0][0]
     assert best.tokens == [GA, TTO]
     assert best.score == pytest.approx(math.log(0.3))
 
@@ -166,7 +174,7 @@ class _Wordy(_Speller):
 
 
 def test_a_charge_stays_with_its_hypothesis_to_the_end() -> None:
-    hyps = generate(_Wordy(), _src(2), BEAM, lexicon=_lexicon(set(), {"gappo"}))
+    hyps = generate(_Wordy(), _src(2), BEAM, terms=_checked(set(), {"gappo"}))
     assert [h.tokens for h in hyps[0][:2]] == [[GA, TTO, E], [GA, PPO, E]]
     assert [h.score for h in hyps[0][:2]] == pytest.approx([math.log(0.4), math.log(0.6) - 8.0])
     assert hyps[1][0].tokens == [GA, PPO, E]  # the other sentence's source has "gappo"
@@ -187,7 +195,7 @@ class _Skipper(_Speller):
 def test_an_empty_word_is_charged_like_an_invented_one() -> None:
     plain = generate(_Skipper(), _src(), BEAM)[0][0]
     assert plain.tokens == [GA, TTO, SP, E]
-    hyps = generate(_Skipper(), _src(), BEAM, lexicon=_lexicon(set()))[0]
+    hyps = generate(_Skipper(), _src(), BEAM, terms=_checked(set()))[0]
     assert [h.tokens for h in hyps[:2]] == [[GA, TTO, E], [GA, TTO, SP, E]]
     assert [h.score for h in hyps[:2]] == pytest.approx([math.log(0.4), math.log(0.6) - 8.0])
 
@@ -205,7 +213,7 @@ class _Copier(_Speller):
 
 def test_a_source_name_spelled_in_bytes_is_free_to_copy() -> None:
     # "Do" is no word; "Dvořák" is the source's, even while its "ř" is half written
-    hyps = generate(_Copier(), _src(), BEAM, lexicon=_lexicon({"dvořák"}))[0]
+    hyps = generate(_Copier(), _src(), BEAM, terms=_checked({"dvořák"}))[0]
     assert hyps[0].tokens == [DVO, B1, B2, AK]
     assert hyps[0].score == pytest.approx(math.log(0.4))
 
@@ -226,7 +234,7 @@ class _Unlikely(_Speller):
 def test_when_every_likely_piece_pays_the_check_looks_further_down() -> None:
     one = DecodeConfig(method="beam", beam_size=1, length_penalty=0.0)
     assert generate(_Unlikely(), _src(), one)[0][0].tokens == [DVO, PPO]
-    best = generate(_Unlikely(), _src(), one, lexicon=_lexicon({"dvořák"}))[0][0]
+    best = generate(_Unlikely(), _src(), one, terms=_checked({"dvořák"}, beam=1))[0][0]
     # "tt" is charged as it is chosen too, though it is not among the two checked first:
     # unpaid, it would have pushed the copy of "Dvořák" out and paid a step later
     assert best.tokens == [DVO, B1, B2, AK]
@@ -234,20 +242,20 @@ def test_when_every_likely_piece_pays_the_check_looks_further_down() -> None:
 
 
 def test_the_check_is_off_at_zero() -> None:
-    off = generate(_Speller(), _src(), BEAM, lexicon=_lexicon(set(), penalty=0.0))[0]
+    off = generate(_Speller(), _src(), BEAM, terms=_checked(set(), penalty=0.0))[0]
     assert off[0].tokens == [GA, PPO]
     assert off == generate(_Speller(), _src(), BEAM)[0]
 
 
 @pytest.mark.parametrize("penalty", [-1.0, float("inf"), float("nan")])
 def test_a_penalty_that_is_not_a_finite_number_is_refused(penalty: float) -> None:
-    with pytest.raises(ValueError, match="word_penalty"):
-        DecodeConfig(word_penalty=penalty)
+    with pytest.raises(ValueError, match="word-check must be a finite number >= 0"):
+        Terms(word_check=penalty)
 
 
 def test_a_lexicon_for_another_batch_is_refused() -> None:
     with pytest.raises(ValueError, match="2 sources"):
-        generate(_Speller(), _src(2), BEAM, lexicon=_lexicon(set()))
+        generate(_Speller(), _src(2), BEAM, terms=_checked(set()))
 
 
 # ---------------------------------------------------------------------------- model directories
@@ -286,9 +294,10 @@ def test_a_directory_without_a_word_list_decodes_as_before(tmp_path: Path) -> No
     assert bare.known_words is None
     # the same as the shipped model with the check turned off
     sentence = "Maroochydore then defeated Caboolture in the Preliminary Final."
-    assert bare.translate(sentence) == Translator.from_pretrained().translate(
-        sentence, word_penalty=0
-    )
+    unchecked = Terms().without(["word-check"])
+    (got,) = bare.translate(sentence)
+    (want,) = Translator.from_pretrained().translate(sentence, terms=unchecked)
+    assert got.text == want.text
 
 
 def test_the_shipped_model_has_its_training_targets_words() -> None:
@@ -301,10 +310,8 @@ def test_the_shipped_model_has_its_training_targets_words() -> None:
 def test_the_shipped_model_copies_a_name_it_used_to_misspell() -> None:
     tr = Translator.from_pretrained()
     sentence = "Maroochydore then defeated Caboolture in the Preliminary Final."  # FLORES dev
-    checked = tr.translate(sentence)[0]
+    checked = tr.translate(sentence)[0].text
     assert "Maroochydore" in checked and "Caboolture" in checked
-    # without the check the model writes "Marochydore", a word of neither language
-    assert "Maroochydore" not in tr.translate(sentence, word_penalty=0)[0]
 
 
 def test_the_shipped_model_copies_a_name_with_a_letter_it_spells_in_bytes() -> None:
@@ -312,7 +319,7 @@ def test_the_shipped_model_copies_a_name_with_a_letter_it_spells_in_bytes() -> N
     # the check looked at, all spoilers: "DvoChocolate personalák" until it looked further
     tr = Translator.from_pretrained()
     for sentence in ("Antonín Dvořák was a composer.", "She lives in Dvořák Street."):
-        assert "Dvořák" in tr.translate(sentence)[0]
+        assert "Dvořák" in tr.translate(sentence)[0].text
 
 
 # ---------------------------------------------------------------------------- translated words
@@ -360,16 +367,13 @@ def test_the_shipped_model_translates_a_word_its_data_never_copies() -> None:
     assert not {"tom", "boston"} & set(tr.translated_words)
     # an odd sentence, but the one where the model's likeliest word is the English one
     sentence = "Former president Jimmy Carter visited the vaccine."
-    out = tr.translate(sentence)[0]
+    out = tr.translate(sentence)[0].text
     assert "vaccino" in out and "vaccine" not in out and "Jimmy Carter" in out
-    # with every source word free to copy, the model leaves the English word in
-    tr.translated_words = None
-    assert "vaccine" in tr.translate(sentence)[0]
 
 
 def test_the_shipped_model_writes_no_empty_word() -> None:
     # this headline came out as "… Governatore Wins  in primarie": a lone "▁", then a word
-    out = Translator.from_pretrained().translate(
+    (out,) = Translator.from_pretrained().translate(
         "Former Massachusetts Governor Wins Florida Primary"
     )
-    assert "  " not in out[0], out
+    assert "  " not in out.text, out

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attenzione.cli import app
+from attenzione.config import search_config
 from attenzione.data.sentences import split_sentences
+from attenzione.pipeline.split import pieces
 from attenzione.serve.alignment import word_alignment
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull
 from attenzione.serve.limits import KeyRing, RateLimiter
@@ -64,7 +66,7 @@ def test_translate_splits_long_lines_with_the_same_segmenter(translator: Transla
         translator.model, translator.src_tokenizer, translator.tgt_tokenizer, max_src_tokens=16
     )
     line = "Dr. Ur lives in the U.S. with his wife. She is nice."
-    assert short._pieces(line) == ["Dr. Ur lives in the U.S. with his wife.", "She is nice."]
+    assert pieces(line, short.ctx) == ["Dr. Ur lives in the U.S. with his wife.", "She is nice."]
 
 
 # ---------------------------------------------------------------------- text and html
@@ -205,26 +207,34 @@ def test_rate_limiter_window(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ---------------------------------------------------------------------- scores
+def _texts(translator: Translator, sentences: list[str], beam: int) -> list[str]:
+    return [r.text for r in translator.translate(sentences, search=search_config(beam))]
+
+
 def test_scored_translations_match_translate(translator: Translator) -> None:
     sentences = ["Where is the train station?", "I am hungry.", ""]
-    scored = translator.translate_scored(sentences, beam=4, n_best=3)
-    plain = translator.translate(sentences, beam=4)
-    assert [c[0].text for c in scored] == plain
-    for cands in scored[:2]:
+    scored = translator.translate(sentences, search=search_config(4, 3))
+    assert [r.text for r in scored] == _texts(translator, sentences, 4)
+    assert [r.source for r in scored] == sentences
+    for result in scored[:2]:
+        cands = result.candidates
         assert 1 <= len(cands) <= 3
+        assert len({c.text for c in cands}) == len(cands)  # no two alike
         for c in cands:  # confidence is the log-prob per token, <eos> included
             assert c.confidence == pytest.approx(c.log_prob / (len(c.ids) + 1))
             assert c.confidence <= 0 and c.pieces == 1
             assert translator.tgt_tokenizer.decode(list(c.ids)) == c.text
-        assert cands[0].confidence >= max(c.confidence for c in cands)
-    assert scored[2][0].text == "" and math.isclose(scored[2][0].confidence, 0.0)
-    greedy = translator.translate_scored(["I am hungry."], beam=1)[0][0]
-    assert greedy.text == translator.translate("I am hungry.", beam=1)[0]
+        assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
+    empty = scored[2].candidates
+    assert empty[0].text == "" and math.isclose(empty[0].confidence, 0.0) and empty[0].pieces == 0
+    (greedy,) = translator.translate(["I am hungry."], search=search_config(1))
+    assert len(greedy.candidates) == 1 and greedy.text == _texts(translator, ["I am hungry."], 1)[0]
 
 
 def test_attention_replays_the_models_own_tokens(translator: Translator) -> None:
-    best = translator.translate_scored(["The cat is sleeping on the sofa."])[0][0]
-    maps = translator.attention("The cat is sleeping on the sofa.", tgt_ids=best.ids)
+    best = translator.translate(["The cat is sleeping on the sofa."])[0].candidates[0]
+    assert best.read == "The cat is sleeping on the sofa."
+    maps = translator.attention(best.read, tgt_ids=best.ids)
     assert not maps.teacher_forced and maps.translation == best.text
     assert len(maps.out_tokens) == len(best.ids) + 1  # and <eos>
 
@@ -242,7 +252,7 @@ def test_worker_batches_waiting_sentences_and_bounds_the_queue(translator: Trans
         assert len(others[0].result(120).candidates) == 2
     finally:
         batcher.stop()
-    assert texts == translator.translate(["I am hungry.", "You are tired.", "We go home."], beam=1)
+    assert texts == _texts(translator, ["I am hungry.", "You are tired.", "We go home."], 1)
     stats = batcher.snapshot()
     assert stats["batches"] == 2 and stats["sentences"] == 4 and stats["max_batch_sentences"] == 3
     assert stats["rejected_requests"] == 1
@@ -263,7 +273,7 @@ def test_a_request_larger_than_the_queue_runs_when_the_queue_is_empty(
         texts = [f.result(120).candidates[0].text for f in futures]
     finally:
         batcher.stop()
-    assert texts == translator.translate(big, beam=1)
+    assert texts == _texts(translator, big, 1)
     assert batcher.snapshot()["rejected_requests"] == 2
 
 

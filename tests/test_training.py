@@ -14,6 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 from attenzione.cli import app
+from attenzione.config import search_config
 from attenzione.model_dir import find_model_dir, load_model, write_model_dir
 from attenzione.training.schedule import inverse_sqrt_lr
 from attenzione.training.trainer import train
@@ -87,7 +88,8 @@ def test_training_learns_and_resume_continues_the_step_count(trained_run: Path) 
 
 def test_trained_model_translates_the_toy_language(trained_run: Path) -> None:
     tr = Translator.from_pretrained(trained_run / "best")
-    out = tr.translate(["The red cat is here.", "The old house is there.", "   ", ""], beam=4)
+    sources = ["The red cat is here.", "The old house is there.", "   ", ""]
+    out = [r.text for r in tr.translate(sources, search=search_config(4))]
     assert out[2:] == ["", ""]
     assert out[0].startswith("Il gatto")
     assert out[1].startswith("La casa")
@@ -110,7 +112,9 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
     assert 0.0 <= scores["bleu"] <= 100.0 + 1e-9 and scores["chrf"] > 20.0
     assert "BLEU" not in scores["bleu_signature"] or "nrefs:1" in scores["bleu_signature"]
     assert (tmp_path / "test.tsv.hyp.txt").read_text().count("\n") == scores["n_sentences"]
-    assert scores["beam"] == 4 and scores["number_coverage"] == 0.5
+    assert scores["beam"] == 4 and scores["terms"]["number-coverage"] == 0.5
+    # the text steps it ran: the model's own (a run records none: every step)
+    assert scores["steps"] == list(Translator.from_pretrained(trained_run / "best").pipeline.names)
     # several references per source: a repeated source is translated once
     lines = test_tsv.read_text(encoding="utf-8").splitlines()
     src0 = lines[0].split("\t")[0]
@@ -133,7 +137,18 @@ def test_cli_translate_and_evaluate_on_the_run(trained_run: Path, tmp_path: Path
         + ["--beam", "1"],
     )
     greedy = json.loads(res.output[res.output.index("{") :])
-    assert greedy["beam"] == 1 and greedy["number_coverage"] is None  # no search to rank
+    assert greedy["beam"] == 1 and greedy["terms"] == {}  # no search to rank
+    # --compare-raw scores the model alone beside it, with no step and no term
+    res = runner.invoke(
+        app,
+        ["evaluate", "--model", str(trained_run / "best"), "--data", str(test_tsv), "--json"]
+        + ["--compare-raw"],
+    )
+    assert res.exit_code == 0, res.output
+    both = json.loads(res.output[res.output.index("{") :])
+    assert both["raw"]["steps"] == [] and both["raw"]["terms"] == {}
+    assert both["steps"] == scores["steps"]
+    assert Path(both["raw"]["hypotheses"]).name == "test.tsv.hyp.raw.txt"
 
 
 @pytest.mark.parametrize("sampling", [0.0, 0.2], ids=["best-pieces", "subword-sampling"])

@@ -11,7 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.config import ModelConfig
+from attenzione.config import ModelConfig, search_config
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
 from attenzione.explain import collect_attention, explain_head, explanation_data
 from attenzione.model import Transformer
@@ -153,7 +153,8 @@ def test_explanation_text_shows_each_step(maps: AttentionMaps) -> None:
 def test_translation_path_uses_the_models_own_output(translator: Translator) -> None:
     maps = translator.attention("the big house is here today", beam=2)
     assert not maps.teacher_forced
-    assert maps.translation == translator.translate(["the big house is here today"], beam=2)[0]
+    (result,) = translator.translate(["the big house is here today"], search=search_config(2))
+    assert maps.translation == result.text
 
 
 def test_display_tokens_keep_word_boundaries() -> None:

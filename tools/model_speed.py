@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from attenzione.config import search_config
 from attenzione.data import read_pairs
 from attenzione.translator import Translator
 
@@ -34,12 +35,12 @@ def main() -> None:
         times = []
         for _ in range(10):
             start = time.perf_counter()
-            tr.translate(SENTENCE, beam=beam)
+            tr.translate(SENTENCE, search=search_config(beam))
             times.append(time.perf_counter() - start)
         print(f"beam {beam}: one sentence, median {1000 * statistics.median(times):.1f} ms")
     sources = [s for s, _ in read_pairs(args.flores)[:200]]
     start = time.perf_counter()
-    tr.translate(sources, beam=4)
+    tr.translate(sources, search=search_config(4))
     seconds = time.perf_counter() - start
     print(f"FLORES dev, first 200, beam 4: {seconds:.1f} s ({200 / seconds:.1f} sentences/s)")
 

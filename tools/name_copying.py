@@ -4,9 +4,10 @@
 
 59 names of places and people with letters outside the source vocabulary ("Gdańsk",
 "Erdoğan", "Müller", "Timișoara"), each in 3 short sentences (177 in all), translated with
-beam 4: read as the model's bytes, and read with base letters ("Gdansk", written back as
-"Gdańsk" in the translation: ``Translator._fold``) for the words with such a letter from
-U+0080 on, and from U+0100 on (past Latin-1: the shipped setting, ``FOLD_FROM``).
+beam 4: read as the model's bytes (the text pipeline without its ``names`` step), and read
+with base letters ("Gdansk", written back as "Gdańsk" in the translation: the ``names`` step,
+``attenzione.pipeline.names.fold``) for the words with such a letter from U+0080 on, and
+from U+0100 on (past Latin-1: the shipped setting, ``attenzione.pipeline.names.FOLD_FROM``).
 ``--show`` prints each sentence whose translation the shipped setting changes.
 """
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import attenzione.translator as translator_module
+import attenzione.pipeline.names as names_step
+from attenzione.pipeline import Pipeline
 from attenzione.translator import Translator
 
 NAMES = """Gdańsk Kraków Łódź Wrocław Poznań Erdoğan Dvořák Škoda Zürich München Málaga Córdoba
@@ -35,24 +37,28 @@ def main() -> None:
     tr = Translator.from_pretrained(args.model)
     sentences = [t.format(n) for n in NAMES for t in TEMPLATES]
     names = [n for n in NAMES for _ in TEMPLATES]
-    shipped = translator_module.FOLD_FROM
+    shipped = names_step.FOLD_FROM
+    # the model's own text pipeline, without the names step and with it
+    in_bytes = Pipeline.build(n for n in tr.pipeline.names if n != names_step.NAME)
+    folding = Pipeline.build([*tr.pipeline.names, names_step.NAME])
 
     def kept(outputs: list[str]) -> int:
         return sum(n in o for n, o in zip(names, outputs, strict=True))
 
-    translator_module.FOLD_FROM = 0x110000  # past every code point: nothing is folded
-    plain = tr.translate(sentences)
+    plain = [r.text for r in tr.translate(sentences, steps=in_bytes)]
     print(f"{len(sentences)} sentences; the name came out exactly, read in bytes: {kept(plain)}")
-    for start in (0x80, 0x100):
-        translator_module.FOLD_FROM = start
-        out = tr.translate(sentences)
-        label = f"words with such a letter from U+{start:04X} on read with base letters"
-        print(f"  {label}: {kept(out)}")
-        if args.show and start == shipped:
-            for s, a, b in zip(sentences, plain, out, strict=True):
-                if a != b:
-                    print(f"    {s}\n      bytes:  {a}\n      folded: {b}")
-    translator_module.FOLD_FROM = shipped
+    try:
+        for start in (0x80, 0x100):
+            names_step.FOLD_FROM = start  # read by names.foldable at each call
+            out = [r.text for r in tr.translate(sentences, steps=folding)]
+            label = f"words with such a letter from U+{start:04X} on read with base letters"
+            print(f"  {label}: {kept(out)}")
+            if args.show and start == shipped:
+                for s, a, b in zip(sentences, plain, out, strict=True):
+                    if a != b:
+                        print(f"    {s}\n      bytes:  {a}\n      folded: {b}")
+    finally:
+        names_step.FOLD_FROM = shipped
 
 
 if __name__ == "__main__":

@@ -78,6 +78,16 @@ def carried(variant: str, hyps: list[str], sources: list[str]) -> dict[str, int]
     return {}
 
 
+def _translate(tr: Translator, texts: list[str], beam: int) -> list[str]:
+    """The translations of ``texts`` with beam ``beam``, as strings: with this version's
+    ``translate(search=...)`` (Translation objects), or an older version's ``beam=`` (strings)."""
+    try:
+        from attenzione.config import search_config
+    except ImportError:  # a version from before the text pipeline
+        return list(tr.translate(texts, beam=beam))  # type: ignore[call-arg]
+    return [r.text for r in tr.translate(texts, search=search_config(beam))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", help="English<TAB>Italian pairs")
@@ -94,7 +104,7 @@ def main() -> None:
             continue
         changed = [change(en, it) for en, it in pairs]
         start = time.perf_counter()
-        hyps = tr.translate([en for en, _ in changed], beam=args.beam)
+        hyps = _translate(tr, [en for en, _ in changed], args.beam)
         refs = [it for _, it in changed]
         results[name] = {
             "bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),

@@ -21,18 +21,30 @@ from typing import Any
 
 import torch
 
+from attenzione.config import search_config
 from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
 from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
 from attenzione.lexicon import translated_words, word_list
+from attenzione.pipeline import STEP_NAMES
+from attenzione.scoring import Terms
 from attenzione.translator import PRETRAINED_DIR, Translator
+
+# The pipeline the shipped model is measured with and recorded in its info.json (the one a
+# Translator then uses by default): every text step, the ranking terms at their defaults
+TERMS = Terms()
+PIPELINE: dict[str, Any] = {"steps": list(STEP_NAMES), "terms": TERMS.to_dict()}
 
 
 def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, object]:
-    """Line-by-line BLEU/chrF (the standard figure) and, beside it, multi-reference scores."""
+    """Line-by-line BLEU/chrF (the standard figure) and, beside it, multi-reference scores,
+    with :data:`PIPELINE`; the ``_raw`` figures are the model's alone, as ``--raw`` gives them
+    (no text step, no ranking term)."""
+    search = search_config(beam)
+    sources = [s for s, _ in pairs]
     start = time.perf_counter()
-    hyps = tr.translate([s for s, _ in pairs], beam=beam)
+    hyps = [r.text for r in tr.translate(sources, search=search, terms=TERMS, steps=STEP_NAMES)]
     seconds = time.perf_counter() - start
     s = corpus_scores(hyps, [t for _, t in pairs])
     # each distinct source once, against all its references (reusing the hypotheses above:
@@ -40,10 +52,10 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
     first: dict[str, str] = {}
     for (src, _), hyp in zip(pairs, hyps, strict=True):
         first.setdefault(src, hyp)
-    sources, refs = group_references(pairs)
-    m = corpus_scores([first[src] for src in sources], refs)
-    raw = tr.translate([s for s, _ in pairs], beam=beam, fix_numbers=False)
-    copied = copy_fidelity([s for s, _ in pairs], hyps)
+    distinct, refs = group_references(pairs)
+    m = corpus_scores([first[src] for src in distinct], refs)
+    raw = [r.text for r in tr.translate(sources, search=search, terms=Terms.none(), steps=())]
+    copied = copy_fidelity(sources, hyps)
     return {
         "bleu": round(s.bleu, 2),
         "chrf": round(s.chrf, 2),
@@ -61,7 +73,7 @@ def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, 
         "numbers": {
             "kept": copied["numbers"].kept,
             "total": copied["numbers"].total,
-            "kept_raw": copy_fidelity([s for s, _ in pairs], raw)["numbers"].kept,
+            "kept_raw": copy_fidelity(sources, raw)["numbers"].kept,
         },
         "bleu_raw": round(corpus_scores(raw, [t for _, t in pairs]).bleu, 2),
     }
@@ -167,6 +179,7 @@ def main() -> None:
             **{f"dev_{name}_beam": results[f"dev-{name}"] for name in extra},
             "source_run": str(args.run),
             "weights_dtype": "float16",
+            "pipeline": PIPELINE,
         }
     )
     # a warm-started run: info.json names what it started from; RUN/init.json, written when

@@ -6,7 +6,7 @@ Every field has the paper's name (``d_model``, ``n_heads``, ``d_head``, ``d_ff``
 value is rejected with a ``ValueError`` that names it.
 
 The one deliberate departure from the 2017 paper is that ``d_head`` is independent of
-``d_model`` (seed 000): W^Q, W^K, W^V are d_model × (n_heads·d_head) and W^O maps back, so a
+``d_model``: W^Q, W^K, W^V are d_model × (n_heads·d_head) and W^O maps back, so a
 50-d GloVe model can run 4 heads of 16 even though 4 does not divide 50.
 """
 
@@ -145,7 +145,7 @@ class ModelConfig(_JsonMixin):
 
     @property
     def inner_dim(self) -> int:
-        """Width of the concatenated heads, n_heads × d_head (seed 000's A·d_head)."""
+        """Width of the concatenated heads, n_heads × d_head (A heads of d_head each)."""
         return self.n_heads * self.d_head
 
     def replace(self, **changes: Any) -> ModelConfig:

@@ -5,7 +5,7 @@ pieces ("Click", "Save", "to keep your changes."), which keeps each tag where it
 spoils the sentence: a piece has no verb, no agreement, no word order of its own. Here the
 sentence is translated whole, without its tags, and each pair of tags is put back around the
 words of the translation that attend to the words it enclosed (the attention of the decoder
-layer :attr:`attenzione.translator.Translator.attention_layer`, read the way alignment
+layer :attr:`attenzione.translator.Translator.alignment_layer`, read the way alignment
 toolkits read it; see :func:`place`):
 
 * a pair (``<b>`` … ``</b>``) is placed around the target words whose likeliest source word
@@ -20,8 +20,8 @@ toolkits read it; see :func:`place`):
 
 Only paired inline tags are placed so. Block and void tags (``<p>``, ``<br/>``, ``<li>``:
 :data:`CUTTING`), a tag without its partner, a pair around no letter or digit and a tag next
-to a digit still cut the text where they stand (``Translator._stretches``); a pair around the
-whole sentence simply stays around it.
+to a digit still cut the text where they stand (:func:`attenzione.pipeline.carry.stretches`);
+a pair around the whole sentence simply stays around it.
 """
 
 from __future__ import annotations

@@ -44,12 +44,17 @@ class SymbolCoverage(Term):
     token); a scalar, or (C,) per column."""
 
     def __init__(self, need: Tensor, table: Tensor, weight: float | Tensor) -> None:
+        if need.dim() != 2 or table.dim() != 2:
+            raise ValueError(
+                f"coverage needs a (B, C) need and a (V, C) table, got {tuple(need.shape)} "
+                f"and {tuple(table.shape)}"
+            )
         self.need_all, self.table = need, table
-        c = table.shape[-1] if table.dim() == 2 else -1
         w = torch.as_tensor(weight, dtype=torch.float64)
-        self.weight = (w.expand(c) if w.dim() == 0 else w).to(table.device)  # (C,)
+        self.weight = (w.expand(table.shape[-1]) if w.dim() == 0 else w).to(table.device)  # (C,)
         if not bool(torch.isfinite(self.weight).all()) or bool((self.weight < 0).any()):
             raise ValueError("coverage weights must be finite and >= 0")
+        self.on = self.weight > 0  # (C,) a column weighed 0 is not covered at all
         self.need = self.have = self.owed = need
 
     def check(self, batch: int, vocab: int) -> None:
@@ -75,7 +80,7 @@ class SymbolCoverage(Term):
 
     def at_end(self, row: int, token: int) -> tuple[float, bool]:
         left = (self.owed[row] - self.table[token]).clamp(min=0)  # (C,)
-        return float((left * self.weight).sum()), bool(left.any())
+        return float((left * self.weight).sum()), bool(left[self.on].any())
 
     def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
         if rows is not None:
@@ -99,6 +104,13 @@ class AttentionCoverage(Term):
         self.received = torch.zeros(0)
         self.attended: Tensor | None = None
         self._attended_l: list[float] | None = None
+
+    def check(self, batch: int, vocab: int) -> None:
+        if self.real_all.dim() != 2 or self.real_all.shape[0] != batch:
+            raise ValueError(
+                f"the attention coverage was built for a batch of shape "
+                f"{tuple(self.real_all.shape)}, not one of {batch} sources"
+            )
 
     def start(self, row_sentence: list[int]) -> None:
         index = torch.tensor(row_sentence, dtype=torch.long, device=self.real_all.device)

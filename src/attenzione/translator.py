@@ -119,9 +119,9 @@ class Translator:
         limit = max_src_tokens or int(self.info.get("max_src_tokens", 100))
         # The source also carries <eos>, and positions must exist for it.
         self.max_src_tokens = min(limit, model.config.max_len - 1)
-        self.known_words = None if known_words is None else sorted(set(known_words))
-        self.translated_words = None if translated_words is None else sorted(set(translated_words))
-        not_free = frozenset(self.translated_words or ())
+        known = None if known_words is None else sorted(set(known_words))
+        translated = None if translated_words is None else sorted(set(translated_words))
+        not_free = frozenset(translated or ())
         # how the target language writes 1,234.5 (the number-format step): the model's own
         number_format = str(self.info.get("number_format", "keep"))
         if number_format not in NUMBER_FORMATS:
@@ -133,14 +133,13 @@ class Translator:
             src_tokenizer,
             self.max_src_tokens,
             model.config.eos_id,
-            known_words=self.known_words,
+            known_words=known,
             not_free=not_free,
             number_format=number_format,
             place_tags=self._place_tags,
         )
-        self.scoring = Scoring(
-            model.config, src_tokenizer, tgt_tokenizer, self.known_words, not_free
-        )
+        self.scoring = Scoring(model.config, src_tokenizer, tgt_tokenizer, known, not_free)
+        self._translated = translated
         # the pipeline and ranking terms the model was measured with (info.json), by default
         recorded = self.info.get("pipeline") or {}
         try:
@@ -151,6 +150,28 @@ class Translator:
             raise ValueError(f"info.json: a bad pipeline: {exc}") from None
         # the decoder layer whose cross-attention places inline tags (attenzione.markup)
         self.alignment_layer = ALIGN_LAYER % model.config.n_dec_layers
+
+    @property
+    def known_words(self) -> list[str] | None:
+        """The words of the training targets (sorted; None: no word check), which the
+        ``names`` step and the ``word-check`` term read."""
+        return self.ctx.known_words  # type: ignore[return-value]
+
+    @known_words.setter
+    def known_words(self, words: Sequence[str] | None) -> None:
+        known = None if words is None else sorted(set(words))
+        self.ctx.known_words = self.scoring.known_words = known
+
+    @property
+    def translated_words(self) -> list[str] | None:
+        """The source words the training pairs always translate, not free to copy (sorted;
+        None: every source word is)."""
+        return self._translated
+
+    @translated_words.setter
+    def translated_words(self, words: Sequence[str] | None) -> None:
+        self._translated = None if words is None else sorted(set(words))
+        self.ctx.not_free = self.scoring.not_free = frozenset(self._translated or ())
 
     @property
     def number_format(self) -> str:
@@ -326,17 +347,17 @@ class Translator:
         return steps if isinstance(steps, Pipeline) else Pipeline.build(steps)
 
     def _read_at_once(self, text: str, what: str, pipeline: Pipeline | None = None) -> list[int]:
-        """The source ids of ``text``, which must fit what the model reads in one pass."""
+        """The source ids of ``text``, which must fit what the model reads in one pass: what
+        it was trained on (``max_src_tokens``), or, with a pipeline that has no ``split``
+        step to cut longer lines, the most its positions reach (``max_len - 1``)."""
         ids = self.ctx.encode(text)
-        if len(ids) > self.max_src_tokens:
-            hint = (
-                ""
-                if pipeline is None or "split" in pipeline.names
-                else (" (the 'split' step translates a longer text in pieces)")
-            )
+        cut = pipeline is None or "split" in pipeline.names
+        limit = self.max_src_tokens if cut else self.model.config.max_len - 1
+        if len(ids) > limit:
+            hint = "" if cut else " (the 'split' step translates a longer text in pieces)"
             raise ValueError(
                 f"{what} has {len(ids)} source tokens (with <eos>) and this model reads at "
-                f"most {self.max_src_tokens} at once{hint}"
+                f"most {limit} at once{hint}"
             )
         return ids
 
@@ -425,9 +446,9 @@ class Translator:
 
         if not src.strip():
             raise ValueError("the sentence to show attention for is empty")
-        translation = tgt
+        translation, read = tgt, src.strip()
         if tgt_ids is not None:
-            src_ids = self._read_at_once(src.strip(), "the sentence")
+            src_ids = self._read_at_once(read, "the sentence")
             tgt_ids = list(tgt_ids)
             translation = self.tgt_tokenizer.decode(tgt_ids)
         else:
@@ -437,6 +458,7 @@ class Translator:
             else:  # a line the pipeline cuts: shown as the model reads it whole
                 seg = Segment(normalize(src) if "normalize" in self.pipeline.names else src)
             seg.ids = src_ids = self._read_at_once(seg.text, "the sentence", self.pipeline)
+            read = seg.text  # what the model reads: its maps show its tokens
             if tgt is None:
                 cfg = search_config(beam)
                 tgt_ids = self.translate_ids([src_ids], cfg)[0][0].tokens
@@ -458,7 +480,7 @@ class Translator:
             src_tokens=[self.src_tokenizer.id_to_token(i) for i in src_ids],
             tgt_tokens=[bos, *pieces],
             out_tokens=[*pieces, eos],
-            source=src.strip(),
+            source=read,
             translation=translation or "",
             teacher_forced=tgt is not None,
         )

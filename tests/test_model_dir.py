@@ -50,7 +50,7 @@ def test_the_shipped_model_credits_every_corpus_it_descends_from() -> None:
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
     info = json.loads((PRETRAINED_DIR / "info.json").read_text(encoding="utf-8"))
-    chain = {c.name for c in ship._corpora_along_chain(info)}
+    chain = {c.name for c in ship.corpora_along_chain(info)}
     assert "firefox.en-it" in chain and "en-it.train" in chain  # the chain is walked
     for name in chain:
         assert ship.ATTRIBUTIONS[name] in info["attribution"], name

@@ -9,7 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.data.numbers import _carried, localize_numbers, number_format_of, restore_currency
+from attenzione.data.numbers import (
+    label_carried,
+    localize_numbers,
+    number_format_of,
+    restore_currency,
+)
 from attenzione.evaluation import number_fidelity
 from attenzione.translator import PRETRAINED_DIR, Translator
 
@@ -122,7 +127,7 @@ def test_comma_format_rewrites_quantities_only(
     ],
 )
 def test_a_name_is_carried_only_with_the_whole_number(translation: str, carried: bool) -> None:
-    assert _carried("Python ", "3.8", translation) is carried
+    assert label_carried("Python ", "3.8", translation) is carried
 
 
 def test_each_source_number_is_rewritten_as_often_as_the_source_has_it() -> None:

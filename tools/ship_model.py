@@ -131,7 +131,7 @@ def _portable(init: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _corpora_along_chain(info: dict[str, Any]) -> list[CorpusSpec]:
+def corpora_along_chain(info: dict[str, Any]) -> list[CorpusSpec]:
     """The corpora of a run and of every model in its ``initialised_from`` chain, in order."""
     found: list[CorpusSpec] = []
     node: Any = info
@@ -194,7 +194,7 @@ def main() -> None:
     # every corpus the weights have seen: this run's and, for a warm start, those of each
     # model it started from (a corpus an ancestor trained on is still in the weights)
     names: dict[str, CorpusSpec] = {}
-    for spec in _corpora_along_chain(tr.info):
+    for spec in corpora_along_chain(tr.info):
         names.setdefault(spec.name, spec)
     # one string, as the trainer writes it: one paragraph per corpus
     credits = [ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path]

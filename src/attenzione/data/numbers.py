@@ -299,11 +299,13 @@ def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
     if _is_name(word, first):
         return True
     return (
-        first and _is_name(word, first=False) and _carried(word + gap, number.group(0), translation)
+        first
+        and _is_name(word, first=False)
+        and label_carried(word + gap, number.group(0), translation)
     )
 
 
-def _carried(lead: str, number: str, translation: str) -> bool:
+def label_carried(lead: str, number: str, translation: str) -> bool:
     """Whether ``translation`` has ``number`` (read whole, as ``NUMBER`` reads it) right after
     ``lead`` as written ("Python "), and ``lead`` does not end a longer word."""
     for found in NUMBER.finditer(translation):

@@ -6,6 +6,7 @@ beam search). All three exist because of byte fallback: a SentencePiece vocabula
 character it lacks as its UTF-8 bytes (``£`` = ``<0xC2><0xA3>``), and a model that writes
 bytes can write nonsense with them.
 
+* :class:`Never`: tokens no row may write (a model's corpus tags).
 * :class:`ByteBan`: the byte pieces a sentence's source was not spelled with may not be
   written — such a character in the output can only be one copied from the source, and a
   stray byte elsewhere would decode as "�".
@@ -24,6 +25,23 @@ import torch
 from torch import Tensor
 
 from attenzione.decoding import Constraint
+
+
+class Never(Constraint):
+    """Tokens no row may ever write: a model's corpus tags (reserved source tokens that a
+    joint vocabulary also has on the target side)."""
+
+    def __init__(self, ids: Sequence[int], eos_id: int) -> None:
+        if eos_id in ids:
+            raise ValueError("<eos> may not be banned: every sentence must be able to end")
+        self.ids = list(ids)
+
+    def check(self, batch: int, vocab: int) -> None:
+        if any(not 0 <= i < vocab for i in self.ids):
+            raise ValueError(f"banned tokens must be ids of the {vocab}-token vocabulary")
+
+    def mask(self, logits: Tensor) -> None:
+        logits[:, self.ids] = float("-inf")
 
 
 class ByteBan(Constraint):

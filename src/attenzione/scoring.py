@@ -27,7 +27,7 @@ from attenzione.config import (
     WORD_PENALTY,
     DecodeConfig,
 )
-from attenzione.constraints import ByteBan, WellFormedUTF8, WholeCharacters, utf8_roles
+from attenzione.constraints import ByteBan, Never, WellFormedUTF8, WholeCharacters, utf8_roles
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Constraint, Term
 from attenzione.lexicon import Lexicon, piece_table, words_of
@@ -156,6 +156,9 @@ class Scoring:
         self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])
         self._starts_digit = torch.tensor([p[:1] in digits for p in src_pieces])
         self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
+        # the corpus tags of a joint vocabulary: source tokens only, never written
+        tags = getattr(tgt_tokenizer, "tags", ())
+        self._never = [tgt_tokenizer.tag_id(t) for t in tags]  # type: ignore[attr-defined]
         # the decoder layer whose cross-attention the attention coverage reads: the middle one
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = config.n_dec_layers // 2
@@ -164,6 +167,8 @@ class Scoring:
     def constraints(self, batch: Tensor, sources: Sequence[Sequence[int]]) -> list[Constraint]:
         """The hard constraints of a (B,S) source ``batch`` (``sources``: its rows' ids)."""
         out: list[Constraint] = []
+        if self._never:
+            out.append(Never(self._never, self.config.eos_id))
         if len(self._byte_src):
             out.append(ByteBan(self._byte_bans(batch), self.config.eos_id))
         if self._utf8 is not None:

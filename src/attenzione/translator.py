@@ -150,6 +150,13 @@ class Translator:
             raise ValueError(f"info.json: a bad pipeline: {exc}") from None
         # the decoder layer whose cross-attention places inline tags (attenzione.markup)
         self.alignment_layer = ALIGN_LAYER % model.config.n_dec_layers
+        # corpus tags (attenzione.data.mixing): the source vocabulary's, and the one a
+        # translation asks for unless told otherwise (None: none)
+        self.tags: tuple[str, ...] = tuple(getattr(src_tokenizer, "tags", ()))
+        default = self.info.get("default_tag")
+        if default is not None and default not in self.tags:
+            raise ValueError(f"info.json: default_tag {default!r} is not one of the model's tags")
+        self.default_tag: str | None = default
 
     @property
     def known_words(self) -> list[str] | None:
@@ -241,6 +248,7 @@ class Translator:
         search: DecodeConfig | None = None,
         terms: Terms | None = None,
         steps: Pipeline | Iterable[str] | None = None,
+        tag: str | None = None,
         batch_size: int = 64,
     ) -> list[Translation]:
         """Translate one text or a list of texts; one :class:`Translation` per text, in order.
@@ -249,12 +257,15 @@ class Translator:
         :func:`attenzione.config.search_config` for greedy decoding, sampling and n-best
         lists). ``terms``: the weights of beam search's ranking terms (default: the model's).
         ``steps``: the text pipeline, or the names of the steps to run (default: the
-        model's; ``()``: the model alone). A blank text translates to "".
+        model's; ``()``: the model alone). ``tag``: the corpus tag to read the texts with,
+        the kind of text to translate into (default: the model's ``default_tag``; "": none;
+        see :attr:`tags`). A blank text translates to "".
         """
         if isinstance(texts, str):
             texts = [texts]
         cfg = search or DecodeConfig()
         pipeline = self._pipeline(steps)
+        first = self._tag_ids(tag)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         lines: list[list[Segment]] = []
@@ -264,7 +275,7 @@ class Translator:
             segments = pipeline.prepare(text, self.ctx)
             for seg in segments:
                 if seg.translate:
-                    seg.ids = self._read_at_once(seg.text, f"input {i}", pipeline)
+                    seg.ids = first + self._read_at_once(seg.text, f"input {i}", pipeline)
             lines.append(segments)
         todo = [seg.ids for segs in lines for seg in segs if seg.ids is not None]
         hyps = iter(self.translate_ids(todo, cfg, terms, batch_size=batch_size))
@@ -282,6 +293,7 @@ class Translator:
         search: DecodeConfig | None = None,
         terms: Terms | None = None,
         steps: Pipeline | Iterable[str] | None = None,
+        tag: str | None = None,
         batch_size: int = 64,
         chunk: int = STREAM_CHUNK,
     ) -> Iterator[Translation]:
@@ -296,7 +308,7 @@ class Translator:
         it = iter(texts)
         while block := list(itertools.islice(it, chunk)):
             yield from self.translate(
-                block, search=search, terms=terms, steps=pipeline, batch_size=batch_size
+                block, search=search, terms=terms, steps=pipeline, tag=tag, batch_size=batch_size
             )
 
     @torch.inference_mode()
@@ -341,6 +353,16 @@ class Translator:
         it is: the ``normalize`` step reads it as the training data was read)."""
         return self.ctx.encode(text)
 
+    def _tag_ids(self, tag: str | None) -> list[int]:
+        """The source ids that go before a text read with ``tag`` (None: the default)."""
+        name = self.default_tag if tag is None else tag or None
+        if name is None:
+            return []
+        if name not in self.tags:
+            have = ", ".join(self.tags) if self.tags else "none"
+            raise ValueError(f"unknown corpus tag {name!r}: this model's tags are {have}")
+        return [self.src_tokenizer.tag_id(name)]  # type: ignore[attr-defined]
+
     def _pipeline(self, steps: Pipeline | Iterable[str] | None) -> Pipeline:
         if steps is None:
             return self.pipeline
@@ -352,7 +374,7 @@ class Translator:
         step to cut longer lines, the most its positions reach (``max_len - 1``)."""
         ids = self.ctx.encode(text)
         cut = pipeline is None or "split" in pipeline.names
-        limit = self.max_src_tokens if cut else self.model.config.max_len - 1
+        limit = (self.max_src_tokens if cut else self.model.config.max_len - 1) - self.ctx.reserved
         if len(ids) > limit:
             hint = "" if cut else " (the 'split' step translates a longer text in pieces)"
             raise ValueError(
@@ -418,8 +440,14 @@ class Translator:
         att = out.decoder.cross_attentions[self.alignment_layer][0].float().mean(dim=0)
         # row j + 1 is the step that reads target piece j (ALIGN_SHIFT; row j predicts it)
         shift = 1 if ALIGN_SHIFT else 0
-        weights = att[shift : shift + len(tokens), : len(segment.ids) - 1]  # <eos> left out
-        src_pieces = [self.src_tokenizer.id_to_token(i) for i in segment.ids[:-1]]
+        # the text's own pieces: a corpus tag's token before them and <eos> after left out
+        first = (
+            1
+            if self.tags and segment.ids[0] >= self.src_tokenizer.vocab_size - len(self.tags)
+            else 0
+        )
+        weights = att[shift : shift + len(tokens), first : len(segment.ids) - 1]
+        src_pieces = [self.src_tokenizer.id_to_token(i) for i in segment.ids[first:-1]]
         tgt_pieces = [self.tgt_tokenizer.id_to_token(i) for i in tokens]
         return place(segment.notes["carry"]["tags"], src_pieces, tgt_pieces, weights)
 
@@ -431,6 +459,7 @@ class Translator:
         *,
         beam: int = 4,
         tgt_ids: Sequence[int] | None = None,
+        tag: str | None = None,
     ) -> AttentionMaps:
         """Every attention map of every layer and head for ``src`` → ``tgt``.
 
@@ -440,7 +469,8 @@ class Translator:
         returns the maps; given a ``tgt`` (a reference translation) that one is teacher-forced
         instead. Given ``tgt_ids`` (the model's own output, e.g. :attr:`Candidate.ids`, with
         ``src`` its :attr:`Candidate.read`), exactly those are replayed on exactly that
-        source: no second search, no re-tokenization.
+        source: no second search, no re-tokenization. ``tag``: as in :meth:`translate` (the
+        tag's token is the first source token of the maps).
         """
         from attenzione.explain import collect_attention
 
@@ -448,7 +478,7 @@ class Translator:
             raise ValueError("the sentence to show attention for is empty")
         translation, read = tgt, src.strip()
         if tgt_ids is not None:
-            src_ids = self._read_at_once(read, "the sentence")
+            src_ids = self._tag_ids(tag) + self._read_at_once(read, "the sentence")
             tgt_ids = list(tgt_ids)
             translation = self.tgt_tokenizer.decode(tgt_ids)
         else:
@@ -457,7 +487,8 @@ class Translator:
                 seg = segs[0]
             else:  # a line the pipeline cuts: shown as the model reads it whole
                 seg = Segment(normalize(src) if "normalize" in self.pipeline.names else src)
-            seg.ids = src_ids = self._read_at_once(seg.text, "the sentence", self.pipeline)
+            first = self._tag_ids(tag)
+            seg.ids = src_ids = first + self._read_at_once(seg.text, "the sentence", self.pipeline)
             read = seg.text  # what the model reads: its maps show its tokens
             if tgt is None:
                 cfg = search_config(beam)

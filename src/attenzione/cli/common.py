@@ -111,6 +111,18 @@ def no_step_option() -> Any:
     )
 
 
+def tag_option() -> Any:
+    """``--tag NAME``: the corpus tag to translate with (a model trained with tags)."""
+    return typer.Option(
+        None,
+        "--tag",
+        help="Read the input as the corpus tagged NAME was read in training, and so translate "
+        "into its kind of text (a model trained with --data PATH:WEIGHT:TAG; its info.json "
+        "lists its tags). Default: the model's default_tag, usually none.",
+        show_default=False,
+    )
+
+
 def raw_option() -> Any:
     """``--raw``: the model's own output, no text step and no ranking term."""
     return typer.Option(

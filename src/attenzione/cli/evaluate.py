@@ -19,6 +19,7 @@ from attenzione.cli.common import (
     pipeline_of,
     raw_option,
     set_number_format,
+    tag_option,
     user_errors,
 )
 
@@ -47,6 +48,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
+    tag: str | None = tag_option(),
     compare_raw: bool = typer.Option(
         False,
         "--compare-raw",
@@ -91,7 +93,9 @@ def evaluate(
         report: dict[str, dict[str, object]] = {}
         for name, (steps, terms) in runs.items():
             started = time.perf_counter()
-            results = translator.translate(sources, search=search, terms=terms, steps=steps)
+            results = translator.translate(
+                sources, search=search, terms=terms, steps=steps, tag=tag
+            )
             seconds = time.perf_counter() - started
             hyps = [r.text for r in results]
             scores = corpus_scores(hyps, references)
@@ -109,6 +113,7 @@ def evaluate(
                 "number_format": translator.number_format
                 if "number-format" in steps.names
                 else None,
+                "tag": translator.default_tag if tag is None else tag or None,
                 "seconds": round(seconds, 2),
                 "sentences_per_second": round(len(sources) / seconds, 2) if seconds else None,
                 "hypotheses": str(path),

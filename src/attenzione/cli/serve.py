@@ -16,6 +16,7 @@ from attenzione.cli.common import (
     pipeline_of,
     raw_option,
     set_number_format,
+    tag_option,
     user_errors,
 )
 
@@ -68,6 +69,7 @@ def serve(
     number_format: str = number_format_option(),
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
+    tag: str | None = tag_option(),
     log_level: str = typer.Option("info", help="uvicorn's log level."),
 ) -> None:
     """Serve the model over HTTP: LibreTranslate's API, scores and attention, and a live page."""
@@ -95,6 +97,9 @@ def serve(
         translator = Translator.from_pretrained(model, precision=precision)
         set_number_format(translator, number_format)
         steps, terms = pipeline_of(translator, names, raw)
+        translator.translate(
+            [""], tag=tag
+        )  # an unknown tag: one line now, not at the first request
         languages = Languages(
             source_lang or str(translator.info.get("source_language", "en")),
             target_lang or str(translator.info.get("target_language", "it")),
@@ -107,6 +112,7 @@ def serve(
             max_wait=batch_wait_ms / 1000.0,
             steps=steps,
             terms=terms,
+            tag=tag,
         )
         settings = Settings(
             char_limit=char_limit,

@@ -276,6 +276,11 @@ def train_config(params: dict[str, Any]) -> Any:
     # --resume without --data: the run's own corpora are kept (the placeholder is replaced)
     corpora = params["data"] or ["(the run's corpus)"]
     primary = CorpusSpec.parse(corpora[0])
+    if primary.tag is not None:
+        raise ValueError(
+            f"the first --data corpus ({primary.path}) is the one dev and test are drawn from "
+            "and cannot carry a tag: tag the others"
+        )
     values.update(
         data=primary.path,
         data_weight=primary.weight,

@@ -31,6 +31,7 @@ from attenzione.cli.common import (
     raw_option,
     read_text,
     set_number_format,
+    tag_option,
     user_errors,
 )
 
@@ -78,6 +79,7 @@ def translate(
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
+    tag: str | None = tag_option(),
     number_format: str = number_format_option(),
 ) -> None:
     """Translate sentences with a trained model."""
@@ -113,14 +115,16 @@ def translate(
         set_number_format(translator, number_format)
         steps, terms = pipeline_of(translator, names, raw)
         if n_best > 1:
-            (result,) = translator.translate(lines, search=search, terms=terms, steps=steps)
+            (result,) = translator.translate(
+                lines, search=search, terms=terms, steps=steps, tag=tag
+            )
             for cand in result.candidates:
                 typer.echo(f"{cand.score:8.4f}\t{cand.text}")
             return
         results = (
             r.text
             for r in translator.translate_iter(
-                lines, search=search, terms=terms, steps=steps, batch_size=batch_size
+                lines, search=search, terms=terms, steps=steps, tag=tag, batch_size=batch_size
             )
         )
         if output is None:

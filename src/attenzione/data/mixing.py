@@ -6,30 +6,54 @@ huge, narrow one), ``1.5`` keeps every pair once and a seeded half of them twice
 by repetition, not by sampling with replacement, means an epoch of a weight-1 corpus sees
 each pair exactly once, as a single-corpus run does.
 
-On the command line a corpus is ``PATH`` or ``PATH:WEIGHT`` (``--data tatoeba.tsv --data
-debian.tsv.gz:0.5``). Numbers are also where an NMT model most visibly fails ("2017" →
-"20177"): :func:`augment_numbers` adds copies of pairs whose numbers appear identically on
-both sides with those numbers replaced by random ones, so the model learns that a number is
-copied digit by digit rather than recalled as a familiar string.
+On the command line a corpus is ``PATH``, ``PATH:WEIGHT`` or ``PATH:WEIGHT:TAG`` (``--data
+tatoeba.tsv --data debian.tsv.gz:0.5 --data europarl.tsv.gz:1:lc``). A tag names the kind of
+text the corpus is (Kobus et al. 2017): it is put before each of its sources as a reserved
+token (:func:`tagged`), so that one model keeps the styles of its corpora apart and
+translation can ask for one (``--tag``) or, by default, for none.
+
+Numbers are also where an NMT model most visibly fails ("2017" → "20177"):
+:func:`augment_numbers` adds copies of pairs whose numbers appear identically on both sides
+with those numbers replaced by random ones, so the model learns that a number is copied
+digit by digit rather than recalled as a familiar string.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from attenzione.data.numbers import NUMBER
+from attenzione.data.tokenizers import TAG_NAME, tag_piece
 
 Pair = tuple[str, str]
 
 
+# How a tagged source is written in a run's train.tsv: the tag's token, then the text.
+TAG_MARK = re.compile(r"<tag:([A-Za-z][A-Za-z0-9-]{0,31})> ")
+
+
+def tagged(text: str, tag: str | None) -> str:
+    """A source as a run stores it: with its corpus tag's token before it (or as it is)."""
+    return text if tag is None else f"{tag_piece(tag)} {text}"
+
+
+def split_tag(text: str) -> tuple[str | None, str]:
+    """(tag, text) of a source as a run stores it (tag None: untagged)."""
+    m = TAG_MARK.match(text)
+    return (m.group(1), text[m.end() :]) if m else (None, text)
+
+
 @dataclass(frozen=True)
 class CorpusSpec:
-    """One corpus of a run: where it is, its weight, and a short name for reports."""
+    """One corpus of a run: where it is, its weight, its tag (None: untagged), and a short
+    name for reports."""
 
     path: str
     weight: float = 1.0
+    tag: str | None = None
 
     @property
     def name(self) -> str:
@@ -40,7 +64,19 @@ class CorpusSpec:
 
     @classmethod
     def parse(cls, text: str) -> CorpusSpec:
-        """``PATH`` or ``PATH:WEIGHT``; a path that itself ends in ``:digits`` still works."""
+        """``PATH``, ``PATH:WEIGHT`` or ``PATH:WEIGHT:TAG``; a path that itself ends in
+        ``:digits`` still works."""
+        head, sep, last = text.rpartition(":")
+        if sep and head and not Path(text).exists() and not last.replace(".", "").isdigit():
+            if not TAG_NAME.fullmatch(last):
+                raise ValueError(
+                    f"corpus tag must be a name of letters, digits and hyphens starting with "
+                    f"a letter, got {last!r} in {text!r}"
+                )
+            spec = cls.parse(head)
+            if ":" not in head.removeprefix(spec.path) and spec.path == head:
+                raise ValueError(f"a corpus tag comes after a weight: {head}:1:{last}")
+            return cls(spec.path, spec.weight, last)
         path, sep, tail = text.rpartition(":")
         if sep and path and not Path(text).exists():
             try:
@@ -55,6 +91,8 @@ class CorpusSpec:
         return cls(text)
 
     def __str__(self) -> str:
+        if self.tag is not None:
+            return f"{self.path}:{self.weight:g}:{self.tag}"
         return self.path if self.weight == 1.0 else f"{self.path}:{self.weight:g}"
 
 

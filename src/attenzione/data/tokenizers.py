@@ -169,10 +169,24 @@ class WordTokenizer(Tokenizer):
 
 
 # ---------------------------------------------------------------------------- SentencePiece
-class SentencePieceTokenizer(Tokenizer):
-    """Subwords from the ``sentencepiece`` library (unigram or BPE), specials at ids 0–3."""
+# A corpus tag: a name of letters, digits and hyphens ("lc", "ui", "prose-2"), never a number
+TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,31}")
 
-    def __init__(self, model_proto: bytes) -> None:
+
+def tag_piece(name: str) -> str:
+    """How a corpus tag is written as a token ("lc" → ``<tag:lc>``)."""
+    return f"<tag:{name}>"
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """Subwords from the ``sentencepiece`` library (unigram or BPE), specials at ids 0–3.
+
+    ``tags``: corpus tags (:meth:`with_tags`), reserved tokens after SentencePiece's pieces
+    (ids ``sp_size``, ``sp_size + 1``, …): a run puts one before the source of each pair of a
+    tagged corpus (``attenzione train --data PATH:WEIGHT:TAG``) and translation before its
+    input when asked to (``--tag``). No text encodes to one, and decoding writes none."""
+
+    def __init__(self, model_proto: bytes, tags: Sequence[str] = ()) -> None:
         import sentencepiece as spm
 
         self.proto = model_proto
@@ -180,6 +194,27 @@ class SentencePieceTokenizer(Tokenizer):
         got = [self.sp.id_to_piece(i) for i in range(4)]
         if got != list(SPECIALS):
             raise ValueError(f"SentencePiece model has specials {got}, expected {list(SPECIALS)}")
+        self.sp_size = int(self.sp.get_piece_size())
+        bad = [t for t in tags if not isinstance(t, str) or not TAG_NAME.fullmatch(t)]
+        if bad or len(set(tags)) != len(tags):
+            raise ValueError(
+                f"corpus tags must be distinct names of letters, digits and hyphens starting "
+                f"with a letter, not {bad or list(tags)}"
+            )
+        self.tags = tuple(tags)
+
+    def with_tags(self, tags: Sequence[str]) -> SentencePieceTokenizer:
+        """This vocabulary with the corpus ``tags`` it lacks added after its own (the ids of
+        the pieces and of the tags it has stay as they are)."""
+        new = [t for t in dict.fromkeys(tags) if t not in self.tags]
+        return self if not new else SentencePieceTokenizer(self.proto, (*self.tags, *new))
+
+    def tag_id(self, name: str) -> int:
+        """The id of corpus tag ``name``; a ``ValueError`` naming the tags there are."""
+        if name not in self.tags:
+            have = ", ".join(self.tags) if self.tags else "none"
+            raise ValueError(f"unknown corpus tag {name!r}: this model's tags are {have}")
+        return self.sp_size + self.tags.index(name)
 
     @classmethod
     def train(
@@ -242,7 +277,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     @property
     def vocab_size(self) -> int:
-        return int(self.sp.get_piece_size())
+        return self.sp_size + len(self.tags)
 
     def encode(self, text: str) -> list[int]:
         return list(self.sp.encode(text, out_type=int))
@@ -283,22 +318,26 @@ class SentencePieceTokenizer(Tokenizer):
     @cached_property
     def _piece_scores(self) -> list[float]:
         """Each piece's log-probability in the unigram model."""
-        return [float(self.sp.get_score(i)) for i in range(self.vocab_size)]
+        return [float(self.sp.get_score(i)) for i in range(self.sp_size)]
 
     def decode(self, ids: Sequence[int]) -> str:
         skip = (self.pad_id, self.bos_id, self.eos_id)
-        return str(self.sp.decode([int(i) for i in ids if int(i) not in skip]))
+        keep = [int(i) for i in ids if int(i) not in skip and int(i) < self.sp_size]
+        return str(self.sp.decode(keep))
 
     def id_to_token(self, i: int) -> str:
+        if self.sp_size <= int(i) < self.vocab_size:
+            return tag_piece(self.tags[int(i) - self.sp_size])
         return str(self.sp.id_to_piece(int(i)))
 
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "spm.model").write_bytes(self.proto)
-        (d / CONFIG_NAME).write_text(
-            json.dumps({"type": "sentencepiece", "model": "spm.model"}) + "\n"
-        )
+        config: dict[str, object] = {"type": "sentencepiece", "model": "spm.model"}
+        if self.tags:
+            config["tags"] = list(self.tags)
+        (d / CONFIG_NAME).write_text(json.dumps(config) + "\n")
         return d
 
 
@@ -331,8 +370,11 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
             raise ValueError(f"{path}: {exc}") from None
     if kind == "sentencepiece":
         model = _inside(d, config.get("model", "spm.model"), path)
+        tags = config.get("tags", [])
+        if not isinstance(tags, list):
+            raise ValueError(f"{path}: 'tags' must be a list of corpus tag names")
         try:
-            return SentencePieceTokenizer(model.read_bytes())
+            return SentencePieceTokenizer(model.read_bytes(), tags)
         except ValueError as exc:
             raise ValueError(f"{model}: {exc}") from None
         except Exception as exc:  # sentencepiece raises RuntimeError/OSError for a bad proto

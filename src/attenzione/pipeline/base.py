@@ -82,6 +82,8 @@ class Context:
         self.not_free = not_free
         self.number_format = number_format
         self.place_tags = place_tags
+        # a model trained with corpus tags reads one tag token before the text: a place kept
+        self.reserved = 1 if getattr(src_tokenizer, "tags", ()) else 0
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph
         self._counted: dict[str, int] = {}  # word -> its number of source pieces
         self._bytes_only: dict[str, bool] = {}  # character -> spelled in bytes
@@ -91,8 +93,8 @@ class Context:
         return self.src_tokenizer.encode(text) + [self.eos_id]
 
     def fits(self, text: str) -> bool:
-        """Whether the model reads ``text`` at once."""
-        return len(self.encode(text)) <= self.max_src_tokens
+        """Whether the model reads ``text`` at once (with a corpus tag, if it has tags)."""
+        return len(self.encode(text)) + self.reserved <= self.max_src_tokens
 
     def n_pieces(self, word: str) -> int:
         """How many source pieces ``word`` is spelled in (remembered: the casing steps ask for

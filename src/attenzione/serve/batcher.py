@@ -121,6 +121,7 @@ class Batcher:
         length_penalty: float = 1.0,
         steps: Pipeline | None = None,
         terms: Terms | None = None,
+        tag: str | None = None,
     ) -> None:
         if max_queue < 1 or max_sentences < 1 or max_tokens < 1 or max_wait < 0:
             raise ValueError(
@@ -135,6 +136,7 @@ class Batcher:
         self.length_penalty = length_penalty
         self.steps = steps  # the text pipeline and ranking terms (None: the model's own)
         self.terms = terms
+        self.tag = tag  # the corpus tag to translate with (None: the model's default)
         self.stats = Stats()
         self._queue: deque[_Job] = deque()
         self._running = 0
@@ -259,6 +261,7 @@ class Batcher:
                 search=search,
                 terms=self.terms,
                 steps=self.steps,
+                tag=self.tag,
                 batch_size=len(batch),
             )
             out = []
@@ -268,7 +271,7 @@ class Batcher:
                 best = cands[0]
                 if job.attention and best.ids and best.pieces == 1:
                     # what the model read: without carried pictographs, in sentence case
-                    maps = self.translator.attention(best.read, tgt_ids=best.ids)
+                    maps = self.translator.attention(best.read, tgt_ids=best.ids, tag=self.tag)
                 out.append(SentenceResult(cands, maps))
         except Exception as exc:  # reported to the waiting requests as a 500
             self.stats.failed_batches += 1

@@ -30,7 +30,7 @@ from attenzione.data import (
     write_pairs,
 )
 from attenzione.data.cleaning import CleaningConfig, clean_corpus, sentence_key
-from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers
+from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers, split_tag, tagged
 from attenzione.data.numbers import number_format_of
 from attenzione.training.presets import Preset
 
@@ -72,6 +72,7 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
             src_tok, tgt_tok = model_dir.load_tokenizers(cfg.tokenizers_from)
         else:
             src_tok, tgt_tok = _train_tokenizers(cfg, preset, train)
+        src_tok, tgt_tok = _with_tags(src_tok, tgt_tok, corpus_tags(cfg))
         src_tok.save(run_dir / "src_tokenizer")
         tgt_tok.save(run_dir / "tgt_tokenizer")
         write_pairs(train, data_dir / "train.tsv")  # last: its presence means "prepared"
@@ -89,7 +90,7 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         if not isinstance(src_tok, SentencePieceTokenizer):
             raise ValueError(_NO_SAMPLING.format(preset.name))
         src_tok.sample_batch(["a b"], alpha=cfg.subword_sampling, seed=cfg.seed)
-    src_ids = src_tok.encode_batch([s for s, _ in train])
+    src_ids = encode_sources(src_tok, [s for s, _ in train])
     tgt_ids = tgt_tok.encode_batch([t for _, t in train])
     limit = cfg.max_src_tokens
     kept = [
@@ -140,6 +141,38 @@ def _cleaning(cfg: TrainConfig) -> CleaningConfig:
         src_lang=cfg.src_lang,
         tgt_lang=cfg.tgt_lang,
     )
+
+
+def corpus_tags(cfg: TrainConfig) -> list[str]:
+    """The corpus tags of a run's corpora, in the order they are first given."""
+    tags = (CorpusSpec.parse(text).tag for text in cfg.extra_data)
+    return list(dict.fromkeys(t for t in tags if t is not None))
+
+
+def _with_tags(src: Tokenizer, tgt: Tokenizer, tags: list[str]) -> tuple[Tokenizer, Tokenizer]:
+    """The tokenizers with the run's corpus tags as reserved source tokens (a joint
+    vocabulary has them on both sides: decoding never writes one)."""
+    if not tags:
+        return src, tgt
+    if not isinstance(src, SentencePieceTokenizer):
+        raise ValueError("corpus tags need a SentencePiece source vocabulary")
+    tagged_src = src.with_tags(tags)
+    # a joint vocabulary (the same object, or the same model loaded twice) stays one
+    joint = tgt is src or (isinstance(tgt, SentencePieceTokenizer) and tgt.proto == src.proto)
+    return tagged_src, tagged_src if joint else tgt
+
+
+def encode_sources(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
+    """Source ids of a run's stored sources: a tagged one's tag token first."""
+    parts = [split_tag(t) for t in texts]
+    ids = tok.encode_batch([text for _, text in parts])
+    if not any(tag for tag, _ in parts):
+        return ids
+    if not isinstance(tok, SentencePieceTokenizer):
+        raise ValueError("corpus tags need a SentencePiece source vocabulary")
+    return [
+        ids[i] if tag is None else [tok.tag_id(tag), *ids[i]] for i, (tag, _) in enumerate(parts)
+    ]
 
 
 def _extra_dev_names(cfg: TrainConfig) -> list[str]:
@@ -210,6 +243,8 @@ def _build_splits(
         pairs, rep = clean_corpus(raw, cleaning, exclude=exclude, seen=seen)
         report[spec.name] = {"path": spec.path, "weight": spec.weight, **rep.to_dict()}
         notes.append(f"{spec.name} (weight {spec.weight:g}): {rep.summary()}")
+        if spec.tag is not None:  # its sources carry the tag's token from here on
+            pairs = [(tagged(s, spec.tag), t) for s, t in pairs]
         if pairs:
             train += apply_weight(pairs, spec.weight, rng)
             unique += pairs
@@ -246,8 +281,9 @@ def read_sentence_keys(path: str | Path) -> set[str]:
 def _train_tokenizers(
     cfg: TrainConfig, preset: Preset, train: Pairs
 ) -> tuple[Tokenizer, Tokenizer]:
-    """The preset's tokenizer recipe, trained on the training split only (never dev/test)."""
-    src_texts = [s for s, _ in train]
+    """The preset's tokenizer recipe, trained on the training split only (never dev/test),
+    without the corpus tags (reserved tokens, added after)."""
+    src_texts = [split_tag(s)[1] for s, _ in train]
     tgt_texts = [t for _, t in train]
     if preset.tokenizer == "joint-spm":
         texts = src_texts + tgt_texts

@@ -39,7 +39,7 @@ from attenzione import atomic, model_dir
 from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
-from attenzione.data.mixing import CorpusSpec
+from attenzione.data.mixing import CorpusSpec, split_tag
 from attenzione.lexicon import translated_words, word_list
 from attenzione.precision import bf16_warning
 from attenzione.training.data_prep import PreparedData, prepare
@@ -219,11 +219,17 @@ class Trainer:
             "target_language": self.cfg.tgt_lang,
             "data": str(self.cfg.data),
             "corpora": [self._first_corpus(), *self.cfg.extra_data],
+            # corpus tags the model reads (attenzione.data.mixing); translation uses none
+            # unless asked (--tag), or default_tag when a model sets one
+            **({"tags": list(tags), "default_tag": None} if (tags := self._tags()) else {}),
             **self._init_info(),
             **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
             "notes": list(self.data.notes),
             "attribution": self.attribution,
         }
+
+    def _tags(self) -> tuple[str, ...]:
+        return tuple(getattr(self.data.src_tok, "tags", ()))
 
     def _first_corpus(self) -> str:
         """The first corpus as ``--data`` named it: PATH, or PATH:WEIGHT when weighted."""
@@ -247,7 +253,7 @@ class Trainer:
     def translated_words(self) -> list[str]:
         """The source words the training pairs always translate: not free for beam
         search's word check to copy (:func:`attenzione.lexicon.translated_words`)."""
-        return translated_words(self.data.train)
+        return translated_words([(split_tag(s)[1], t) for s, t in self.data.train])
 
     def save(self, name: str, *, with_state: bool) -> None:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
@@ -455,9 +461,13 @@ class Trainer:
         if not alpha:
             return pairs
         seed = (self.cfg.seed * 1_000_003 + epoch) * 1_000_003 + batch
-        drawn = self.data.src_tok.sample_batch(
-            [self.data.train_src[i] for i in idx], alpha=alpha, seed=seed
-        )
+        texts = [split_tag(self.data.train_src[i]) for i in idx]
+        drawn = self.data.src_tok.sample_batch([t for _, t in texts], alpha=alpha, seed=seed)
+        # a tagged source keeps its tag's token first (the tag is not a piece to sample)
+        drawn = [
+            ids if tag is None else [pair[0][0], *ids]
+            for ids, pair, (tag, _) in zip(drawn, pairs, texts, strict=True)
+        ]
         limit = self.cfg.max_src_tokens
         return [
             (s if len(s) < limit else src, tgt) for s, (src, tgt) in zip(drawn, pairs, strict=True)

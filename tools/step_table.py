@@ -1,7 +1,7 @@
 """What each text step and ranking term is worth: the table of docs/pipeline.md.
 
     python tools/step_table.py --data NAME=FILE.tsv [--data NAME=FILE.tsv …] --out DIR
-        [--model DIR] [--beam 4] [--only CONFIG …]
+        [--model DIR] [--beam 4] [--only=CONFIG,…] [--combined NAME,NAME]
 
 Translates each data set (English<TAB>Italian) with the raw model (no text step, no ranking
 term), the full pipeline (the model's own, from its info.json), and the full pipeline less
@@ -30,8 +30,12 @@ from attenzione.scoring import TERM_NAMES, Terms
 from attenzione.translator import Translator
 
 
-def configurations(tr: Translator) -> dict[str, tuple[Pipeline, Terms]]:
-    """raw, full, and full less each step and each term (in the pipeline's order)."""
+def configurations(
+    tr: Translator,
+    combined: list[str] = (),  # type: ignore[assignment]
+) -> dict[str, tuple[Pipeline, Terms]]:
+    """raw, full, and full less each step and each term (in the pipeline's order), and less
+    each ``combined`` set of them ("a,b": the steps and terms a and b off together)."""
     full = tr.pipeline
     out = {"raw": (Pipeline.build(()), Terms.none()), "full": (full, tr.terms)}
     for name in full.names:
@@ -39,6 +43,14 @@ def configurations(tr: Translator) -> dict[str, tuple[Pipeline, Terms]]:
     for name in TERM_NAMES:
         if tr.terms.to_dict()[name]:
             out[f"-{name}"] = (full, tr.terms.without([name]))
+    for combo in combined:
+        names = combo.split(",")
+        steps = [n for n in names if n not in TERM_NAMES]
+        terms = [n for n in names if n in TERM_NAMES]
+        out["-" + "-".join(names)] = (
+            Pipeline.build(full.names, off=steps),
+            tr.terms.without(terms),
+        )
     return out
 
 
@@ -48,7 +60,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--beam", type=int, default=4)
-    parser.add_argument("--only", nargs="*", default=None, help="configurations to run")
+    parser.add_argument(
+        "--only", default=None, help="configurations to run, comma-separated (--only=full,-names)"
+    )
+    parser.add_argument(
+        "--combined", action="append", default=[], help="NAME,NAME…: these off together, one row"
+    )
     parser.add_argument("--speed", type=int, default=0, help="time raw and full on N sentences")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -58,13 +75,13 @@ def main() -> None:
         name, _, path = spec.partition("=")
         sets[name] = read_pairs(Path(path))
     search = search_config(args.beam)
-    configs = configurations(tr)
+    configs = configurations(tr, args.combined)
     if args.speed:
         speed(tr, sets, configs, search, args.speed)
         return
     decoded: dict[tuple[str, tuple[tuple[int, ...], ...]], list[list[Hypothesis]]] = {}
     for config, (steps, terms) in configs.items():
-        if args.only is not None and config not in args.only:
+        if args.only is not None and config not in args.only.split(","):
             continue
         for name, pairs in sets.items():
             target = args.out / f"{config}.{name}.json"

@@ -46,6 +46,14 @@ def split_tag(text: str) -> tuple[str | None, str]:
     return (m.group(1), text[m.end() :]) if m else (None, text)
 
 
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class CorpusSpec:
     """One corpus of a run: where it is, its weight, its tag (None: untagged), and a short
@@ -67,7 +75,7 @@ class CorpusSpec:
         """``PATH``, ``PATH:WEIGHT`` or ``PATH:WEIGHT:TAG``; a path that itself ends in
         ``:digits`` still works."""
         head, sep, last = text.rpartition(":")
-        if sep and head and not Path(text).exists() and not last.replace(".", "").isdigit():
+        if sep and head and not Path(text).exists() and not _number(last):
             if not TAG_NAME.fullmatch(last):
                 raise ValueError(
                     f"corpus tag must be a name of letters, digits and hyphens starting with "

@@ -77,7 +77,7 @@ def main() -> None:
     search = search_config(args.beam)
     configs = configurations(tr, args.combined)
     if args.speed:
-        speed(tr, sets, configs, search, args.speed)
+        speed(tr, sets, configs, search, args.speed, args.combined)
         return
     decoded: dict[tuple[str, tuple[tuple[int, ...], ...]], list[list[Hypothesis]]] = {}
     for config, (steps, terms) in configs.items():
@@ -148,13 +148,17 @@ def speed(
     configs: dict[str, tuple[Pipeline, Terms]],
     search: DecodeConfig,
     n: int,
+    combined: list[str],
 ) -> None:
     """Sentences per second of the raw model and the full pipeline (and the full pipeline
-    less each ranking term), the better of two runs, on the first ``n`` sentences."""
+    less each ranking term, and less each ``combined`` set), the better of two runs, on the
+    first ``n`` sentences."""
     tr.translate(["Warm up."], search=search)
     for name, pairs in sets.items():
         sources = [s for s, _ in pairs[:n]]
-        for config in ("raw", "full", *(c for c in configs if c[1:] in TERM_NAMES)):
+        timed = [f"-{t}" for t in TERM_NAMES if f"-{t}" in configs]
+        timed += ["-" + "-".join(c.split(",")) for c in combined]
+        for config in ("raw", "full", *timed):
             steps, terms = configs[config]
             best = float("inf")
             for _ in range(2):

@@ -9,12 +9,13 @@ import torch
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.config import DecodeConfig
 from attenzione.data import SentencePieceTokenizer, load_tokenizer
 from attenzione.data.mixing import CorpusSpec, split_tag, tagged
 from attenzione.model import Transformer
 from attenzione.training.trainer import train
 from attenzione.translator import Translator
+from tiny_model import tiny_config
 from toy_corpus import toy_pairs, toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
@@ -77,19 +78,7 @@ def _tagged_translator(tok: SentencePieceTokenizer, *, biased: bool = True) -> T
     all others: only the ban keeps it out of the translation."""
     both = tok.with_tags(["lc"])
     torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=both.vocab_size,
-        tgt_vocab_size=both.vocab_size,
-        d_model=16,
-        n_heads=2,
-        d_head=8,
-        d_ff=32,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.0,
-        max_len=32,
-        share_src_tgt_embeddings=True,
-    )
+    cfg = tiny_config(both.vocab_size, both.vocab_size, share_src_tgt_embeddings=True)
     model = Transformer(cfg)
     if biased:
         generator = torch.nn.Linear(cfg.d_model, cfg.tgt_vocab_size)

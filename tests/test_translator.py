@@ -18,7 +18,7 @@ import torch
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.config import DecodeConfig, ModelConfig, search_config
+from attenzione.config import DecodeConfig, search_config
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
 from attenzione.markup import inline_pairs
 from attenzione.model import Transformer
@@ -26,6 +26,7 @@ from attenzione.pipeline import Pipeline
 from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.scoring import Terms
 from attenzione.translator import Candidate, Translation, Translator
+from tiny_model import tiny_config
 
 SENTENCES = [
     f"the {a} {n} is {v} today"
@@ -38,22 +39,6 @@ ALL_STEPS = Pipeline.build().names
 SHORT = DecodeConfig(method="beam", beam_size=2, n_best=2, max_len_a=0, max_len_b=12)
 
 
-def _tiny_config(src_vocab: int, tgt_vocab: int, *, max_len: int) -> ModelConfig:
-    """d_model 16, 2 heads, one layer each side: untrained, for I/O and policy tests."""
-    return ModelConfig(
-        src_vocab_size=src_vocab,
-        tgt_vocab_size=tgt_vocab,
-        d_model=16,
-        n_heads=2,
-        d_head=8,
-        d_ff=32,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.0,
-        max_len=max_len,
-    )
-
-
 @pytest.fixture(scope="module")
 def translator() -> Translator:
     """Word-level source, SentencePiece target; reads at most 12 source tokens at once and
@@ -63,7 +48,7 @@ def translator() -> Translator:
     tgt = SentencePieceTokenizer.train(
         [s.replace("the", "il") for s in SENTENCES] * 3, vocab_size=24
     )
-    cfg = _tiny_config(src.vocab_size, tgt.vocab_size, max_len=32)
+    cfg = tiny_config(src.vocab_size, tgt.vocab_size, max_len=32)
     return Translator(Transformer(cfg), src, tgt, info={"max_src_tokens": 12})
 
 
@@ -75,7 +60,7 @@ def bytes_translator() -> Translator:
     tok = SentencePieceTokenizer.train(
         [s + " 20°C" for s in SENTENCES] * 3, vocab_size=285, byte_fallback=True
     )
-    cfg = _tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)
+    cfg = tiny_config(tok.vocab_size, tok.vocab_size, max_len=64)
     return Translator(Transformer(cfg), tok, tok)
 
 
@@ -282,7 +267,7 @@ def test_a_word_too_long_for_the_model_is_copied_unchanged() -> None:
     tok = SentencePieceTokenizer.train(
         [s + " 1990 2017" for s in SENTENCES] * 3, vocab_size=30, split_digits=True
     )
-    model = Transformer(_tiny_config(tok.vocab_size, tok.vocab_size, max_len=64))
+    model = Transformer(tiny_config(tok.vocab_size, tok.vocab_size, max_len=64))
     tr = Translator(model, tok, tok, info={"max_src_tokens": 12})
     word = "x" + "0123456789" * 3  # a hash, say: digits are one token each
     assert len(tr.encode_source(word)) > tr.max_src_tokens

@@ -13,13 +13,11 @@ WORDS = ["the", "cat", "dog", "is", "here", "there", "red", "old", "."]
 PAROLE = ["il", "gatto", "cane", "è", "qui", "lì", "rosso", "vecchio", "."]
 
 
-def tiny_translator(seed: int = 0) -> Translator:
-    torch.manual_seed(seed)
-    src = WordTokenizer.train([" ".join(WORDS)])
-    tgt = WordTokenizer.train([" ".join(PAROLE)])
-    cfg = ModelConfig(
-        src_vocab_size=src.vocab_size,
-        tgt_vocab_size=tgt.vocab_size,
+def tiny_config(src_vocab: int, tgt_vocab: int, *, max_len: int = 32, **kw: object) -> ModelConfig:
+    """d_model 16, 2 heads, one layer each side: untrained, for I/O and policy tests."""
+    return ModelConfig(
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=tgt_vocab,
         d_model=16,
         n_heads=2,
         d_head=8,
@@ -27,6 +25,14 @@ def tiny_translator(seed: int = 0) -> Translator:
         n_enc_layers=1,
         n_dec_layers=1,
         dropout=0.0,
-        max_len=32,
+        max_len=max_len,
+        **kw,  # type: ignore[arg-type]
     )
+
+
+def tiny_translator(seed: int = 0) -> Translator:
+    torch.manual_seed(seed)
+    src = WordTokenizer.train([" ".join(WORDS)])
+    tgt = WordTokenizer.train([" ".join(PAROLE)])
+    cfg = tiny_config(src.vocab_size, tgt.vocab_size)
     return Translator(Transformer(cfg), src, tgt, info={"max_src_tokens": 20})

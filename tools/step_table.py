@@ -127,6 +127,7 @@ def run(
     if key not in decoded:
         decoded[key] = tr.translate_ids(inputs, search, terms)
     hyps = iter(decoded[key])
+    ids = iter(inputs)
     out = []
     for segs in lines:
         texts = []
@@ -135,7 +136,7 @@ def run(
                 texts.append(seg.text)
                 continue
             best = next(hyps)[0]
-            seg.ids = tr.encode_source(seg.text)
+            seg.ids = next(ids)
             decoded_text = tr.tgt_tokenizer.decode(best.tokens)
             texts.append(steps.restore(seg, decoded_text, tr.ctx, best.tokens))
         out.append(steps.join(segs, texts))

@@ -72,9 +72,9 @@ def shipped_ctx() -> Context:
     )
 
 
-def _cut(text: str, ctx: Context) -> list[tuple[str, str, bool]]:
+def _cut(text: str, ctx: Context, *, inline: bool = True) -> list[tuple[str, str, bool]]:
     """A line's stretches as (glue, text, translated?), for lines without inline tags."""
-    out = stretches(text, ctx)
+    out = stretches(text, ctx, inline=inline)
     assert not any(s.tags for s in out), out
     return [(s.glue, s.text, s.readable) for s in out]
 
@@ -189,7 +189,8 @@ def test_pictographs_are_carried_and_letters_units_and_currencies_are_not(ctx: C
 def test_carry_cuts_a_line_around_pictographs_with_their_spacing(ctx: Context) -> None:
     # runs of pictographs with their joiners are carried whole, with the spacing they had
     family = "👨\u200d👩\u200d👧🇮🇹"
-    assert _cut(f"the cat 🍕 is here! 😊👍 {family}", ctx) == [
+    # (with the inline-tags step off: on, a pictograph inside a sentence does not cut it)
+    assert _cut(f"the cat 🍕 is here! 😊👍 {family}", ctx, inline=False) == [
         ("", "the cat", True),
         (" ", "🍕", False),
         (" ", "is here!", True),
@@ -200,12 +201,31 @@ def test_carry_cuts_a_line_around_pictographs_with_their_spacing(ctx: Context) -
     assert _cut("😊 😊", ctx) == [("", "😊", False), (" ", "😊", False)]
     # a character shown as an emoji (the keycap "1️⃣", "©️") is carried whole; "≤" and "№"
     # stay in their sentence
-    assert _cut("press 1\ufe0f\u20e3 now", ctx) == [
+    assert _cut("press 1\ufe0f\u20e3 now", ctx, inline=False) == [
         ("", "press", True),
         (" ", "1\ufe0f\u20e3", False),
         (" ", "now", True),
     ]
     assert _cut("x ≤ 5 in room № 2", ctx) == [("", "x ≤ 5 in room № 2", True)]
+
+
+def test_a_pictograph_inside_a_sentence_is_a_point_after_the_word_before_it(
+    ctx: Context,
+) -> None:
+    # after a word (or a comma) and before a lower-case letter: the stretch stays whole, the
+    # pictograph held as a pair around the word before it (empty opening, itself closing)
+    (s,) = stretches("I had bread 🍞 and the coffee.", ctx)
+    assert s.readable and s.text == "I had bread and the coffee."
+    opening, closing = s.tags
+    assert (opening.text, opening.at, opening.opens) == ("", 4, True)  # "Ihad|bread"
+    assert (closing.text, closing.at, closing.opens) == (" 🍞", 9, False)
+    assert opening.pair == closing.pair == 0
+    (glued,) = stretches("yes,👋 world", ctx)
+    assert glued.text == "yes, world" and glued.tags[1].text == "👋"
+    # before a capital, after a sentence's end, or next to a tag it still cuts
+    assert _cut("Thanks! 😊 see you", ctx)[1] == (" ", "😊", False)
+    assert _cut("the cat 😊 The dog", ctx)[1] == (" ", "😊", False)
+    assert len(stretches("see <b>this</b> 😊 now", ctx)) == 3
 
 
 def test_carry_cuts_a_line_around_tags_that_are_not_inline_pairs(ctx: Context) -> None:
@@ -217,9 +237,9 @@ def test_carry_cuts_a_line_around_tags_that_are_not_inline_pairs(ctx: Context) -
         ("", "<br/>", False),
         ("", "the dog", True),
     ]
-    assert _cut("<b>the cat 🍕 is</b> here", ctx) == [
+    assert _cut("<b>the cat! 🍕 is</b> here", ctx) == [
         ("", "<b>", False),
-        ("", "the cat", True),
+        ("", "the cat!", True),
         (" ", "🍕", False),
         (" ", "is", True),
         ("", "</b>", False),

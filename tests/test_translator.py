@@ -422,11 +422,18 @@ def test_carried_pictographs_stand_between_the_translated_stretches(
 ) -> None:
     tr = bytes_translator
     search = SHORT
-    first, second = _texts(tr.translate(["the cat is here", "the dog is there!"], search=search))
+    first, second = _texts(tr.translate(["the cat is here.", "the dog is there!"], search=search))
     assert first and second
-    (line,) = tr.translate("🎉 the cat is here 😊 the dog is there!", search=search)
+    (line,) = tr.translate("🎉 the cat is here. 😊 the dog is there!", search=search)
     assert line.text == f"🎉 {first} 😊 {second}"
     assert line.candidates[0].pieces == 2 and line.candidates[0].read == ""
+    # inside a sentence (after a word, before a lower-case one) it does not cut: one reading
+    (inside,) = tr.translate("the cat is here 😊 the dog is there!", search=search)
+    (whole,) = tr.translate("the cat is here the dog is there!", search=search)
+    best = inside.candidates[0]
+    assert best.pieces == 1 and best.read == "the cat is here the dog is there!"
+    assert best.ids == whole.candidates[0].ids
+    assert inside.text.count("😊") == 1 and inside.text.replace(" 😊", "") == whole.text
     # nothing to translate: kept as it is, no tokens
     (kept,) = tr.translate("😊 👍 !", search=search)
     assert kept.candidates == (Candidate("😊 👍 !"),)

@@ -7,6 +7,7 @@ so that a translator that handles it keeps its plain score:
 
 * ``capitals``: both sides in upper case ("WHERE IS THE STATION?");
 * ``emoji after`` / ``emoji before``: " 😊" appended to both, "👍 " put before both;
+* ``emoji inside``: "🍕" after the first word of both ("I 🍕 haven't checked…");
 * ``curly apostrophes``: the English ' written ’ (the reference kept as it is);
 * ``title case``: the English in title case ("I Haven't Checked the Doors Yet."), the
   reference as it is;
@@ -44,11 +45,18 @@ def _title(text: str) -> str:
     return " ".join(w if k and w in _MINOR else w[:1].upper() + w[1:] for k, w in enumerate(words))
 
 
+def _after_first(text: str, emoji: str) -> str:
+    """``text`` with ``emoji`` after its first word ("I 🍕 haven't…"); a one-word text as it is."""
+    first, _, rest = text.partition(" ")
+    return f"{first} {emoji} {rest}" if rest else text
+
+
 VARIANTS: dict[str, Change] = {
     "plain": lambda en, it: (en, it),
     "capitals": lambda en, it: (en.upper(), it.upper()),
     "emoji after": lambda en, it: (en + " 😊", it + " 😊"),
     "emoji before": lambda en, it: ("👍 " + en, "👍 " + it),
+    "emoji inside": lambda en, it: (_after_first(en, "🍕"), _after_first(it, "🍕")),
     "curly apostrophes": lambda en, it: (en.replace("'", "\u2019"), it),
     "title case": lambda en, it: (_title(en), it),
     "in a paragraph tag": lambda en, it: (f"<p>{en}</p>", f"<p>{it}</p>"),
@@ -73,6 +81,8 @@ def carried(variant: str, hyps: list[str], sources: list[str]) -> dict[str, int]
         return {"all in capitals": sum(h == h.upper() for h in hyps)}
     if variant == "emoji after":
         return {"emoji kept in place": sum(h.count("😊") == 1 and h.endswith("😊") for h in hyps)}
+    if variant == "emoji inside":
+        return {"emoji kept once": sum(h.count("🍕") == 1 for h in hyps)}
     if variant == "emoji before":
         return {"emoji kept in place": sum(h.count("👍") == 1 and h.startswith("👍") for h in hyps)}
     return {}

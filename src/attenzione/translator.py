@@ -29,7 +29,7 @@ import torch
 
 from attenzione import model_dir
 from attenzione.config import DecodeConfig, search_config
-from attenzione.data.corpus import normalize
+from attenzione.data.corpus import normalize, without_controls
 from attenzione.data.numbers import NUMBER_FORMATS
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.decoding import Hypothesis, generate
@@ -259,7 +259,8 @@ class Translator:
         ``steps``: the text pipeline, or the names of the steps to run (default: the
         model's; ``()``: the model alone). ``tag``: the corpus tag to read the texts with,
         the kind of text to translate into (default: the model's ``default_tag``; "": none;
-        see :attr:`tags`). A blank text translates to "".
+        see :attr:`tags`). A blank text translates to "". Control characters (NUL, ESC…;
+        not tab or line ends) are read as spaces whatever the steps: no model has seen one.
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -272,7 +273,7 @@ class Translator:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError(f"input {i} is {type(text).__name__}, not a string")
-            segments = pipeline.prepare(text, self.ctx)
+            segments = pipeline.prepare(without_controls(text), self.ctx)
             for seg in segments:
                 if seg.translate:
                     seg.ids = first + self._read_at_once(seg.text, f"input {i}", pipeline)
@@ -474,6 +475,7 @@ class Translator:
         """
         from attenzione.explain import collect_attention
 
+        src = without_controls(src)
         if not src.strip():
             raise ValueError("the sentence to show attention for is empty")
         translation, read = tgt, src.strip()

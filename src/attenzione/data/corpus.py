@@ -21,6 +21,15 @@ from attenzione import atomic
 
 Pair = tuple[str, str]
 _WS = re.compile(r"\s+")
+# Control characters (Unicode category Cc) but the tab and the line ends: NUL, BEL, ESC, DEL,
+# the C1 controls. No corpus has them; a model reading one writes nonsense.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
+
+
+def without_controls(text: str) -> str:
+    """``text`` with each run of control characters (not tab, CR, LF) made one space — what
+    every text read by a model goes through, whatever the text steps."""
+    return _CONTROLS.sub(" ", text)
 
 
 class CorpusError(ValueError):

@@ -76,6 +76,8 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
         else:
             items.append(("char", text[i]))
             i += 1
+    if inline:
+        _mark_points(items)
     tags = [(k, t) for k, (kind, t) in enumerate(items) if kind == "tag"]
     pairs = inline_pairs(tags) if inline else {}
 
@@ -118,9 +120,20 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
     runs: list[tuple[str, bool, list[Tag]]] = []  # (stretch, carried, its inline tags)
     buf: list[str] = []
     held: list[Tag] = []
+    points = len(pairs)
     for k, (kind, t) in enumerate(items):
         if kind == "char":
             buf.append(t)
+        elif kind == "point":
+            # a pair around the word before the pictograph: an empty opening tag at its
+            # start, the pictograph as its closing tag (after the word's translation)
+            text = "".join(buf)
+            word = len(text.rstrip()) - len(text.rstrip().rsplit(None, 1)[-1])
+            space = " " if text[-1:].isspace() else ""
+            held.append(Tag("", nonspace(text[:word]), points, True))
+            held.append(Tag(space + t, nonspace(text), points, False))
+            points += 1
+            buf = [text.rstrip()]  # one space between the words, the one after it
         elif k in kept:
             held.append(Tag(t, nonspace("".join(buf)), pair_of[k], k in pairs))
         else:
@@ -159,6 +172,33 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
             out.append(Stretch("", "".join(tail), False))
         space = stretch[-1].isspace()
     return out
+
+
+def _mark_points(items: list[tuple[str, str]]) -> None:
+    """Turn each carried run of pictographs that stands inside a sentence into a point.
+
+    Inside a sentence: after a letter, digit or comma and before a lower-case letter (spaces
+    between), with no tag in the way — "and 🍕 the coffee", not "Thanks! 😊 See you". A
+    point does not cut its stretch: the sentence is translated whole, and the pictograph is
+    placed after the translation of the word before it, by attention, as an inline pair is.
+    """
+    for k, (kind, _) in enumerate(items):
+        if kind != "cut":
+            continue
+        a = k - 1
+        while a >= 0 and items[a] == ("char", " "):
+            a -= 1
+        b = k + 1
+        while b < len(items) and items[b] == ("char", " "):
+            b += 1
+        if (
+            a >= 0
+            and b < len(items)
+            and items[a][0] == items[b][0] == "char"
+            and (items[a][1].isalnum() or items[a][1] == ",")
+            and items[b][1].islower()
+        ):
+            items[k] = ("point", items[k][1])
 
 
 def unmarked(text: str, tags: Sequence[Tag]) -> str:

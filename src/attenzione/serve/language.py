@@ -6,11 +6,18 @@ this project ships, English→Italian, and ``attenzione serve --source-lang/--ta
 can say otherwise. ``/languages`` lists exactly that pair — never a language the model cannot
 translate.
 
-Detection uses py3langid (langid.py's model, shipped inside the package: offline, ~100
-languages, a naive-Bayes over byte n-grams). Like LibreTranslate, ``/detect`` answers with
-the server's own languages ranked; unlike it, the confidence of each is the identifier's
-probability over *all* the languages it knows (×100), so French text is reported as, say,
-"en 2" rather than "en 70" just because French is not on offer.
+Detection uses py3langid (langid.py's model, shipped inside the package: offline, 140-odd
+languages, a naive-Bayes over byte n-grams) over **every** language it knows, so that it can
+say "this is Chinese, not English": ``source: "auto"`` on text the identifier is sure is in a
+language the server does not translate from is refused with a message naming it. Varieties
+the identifier tells apart but that share one written standard (Wu and Cantonese Chinese,
+Egyptian and Moroccan Arabic, the two Norwegians) are summed into their macrolanguage.
+
+Short texts ("Hello!", "OK") are a toss-up for any n-gram identifier: the top language of
+"Hello!" is Breton at 5 %. Below :data:`SURE` the identifier's answer is not evidence, and
+the server assumes what its traffic mostly is — text in a language it translates from — so
+such text is ranked with the server's source languages first. The confidence reported is
+always the identifier's probability (×100), never inflated.
 """
 
 from __future__ import annotations
@@ -23,12 +30,23 @@ NAMES = {
     "de": "German", "el": "Greek", "en": "English", "eo": "Esperanto", "es": "Spanish",
     "et": "Estonian", "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish",
     "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian",
-    "ja": "Japanese", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "ms": "Malay",
+    "ja": "Japanese", "ka": "Georgian", "hr": "Croatian", "sr": "Serbian", "bs": "Bosnian",
+    "is": "Icelandic", "la": "Latin", "gl": "Galician", "eu": "Basque", "cy": "Welsh",
+    "mk": "Macedonian", "bn": "Bengali", "ta": "Tamil", "no": "Norwegian", "af": "Afrikaans",
+    "sw": "Swahili", "tl": "Tagalog", "lb": "Luxembourgish", "mt": "Maltese", "hy": "Armenian",
+    "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "ms": "Malay",
     "nb": "Norwegian", "nl": "Dutch", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian",
     "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sq": "Albanian", "sv": "Swedish",
     "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese",
     "zh": "Chinese",
 }  # fmt: skip
+
+
+#: Varieties the identifier separates, summed into the language a translator would name.
+MACRO = {"wuu": "zh", "yue": "zh", "arz": "ar", "ary": "ar", "nn": "no", "nb": "no", "uzs": "uz"}
+
+#: Probability over all languages from which the identifier's top answer is taken as known.
+SURE = 0.5
 
 
 def language_name(code: str) -> str:
@@ -68,14 +86,43 @@ class Languages:
         """Load the identifier now (0.5 s), so that the first request does not wait for it."""
         self._ident()
 
-    def detect(self, text: str) -> list[dict[str, Any]]:
-        """The model's languages, most likely first: ``[{"confidence": 0–100, "language"}]``."""
+    def sources(self) -> list[str]:
+        """The languages this server translates from."""
+        return [self.source]
+
+    def pair(self) -> str:
+        """What the server translates, for messages: ``English (en) → Italian (it)``."""
+        return (
+            f"{language_name(self.source)} ({self.source}) → "
+            f"{language_name(self.target)} ({self.target})"
+        )
+
+    def identify(self, text: str) -> list[tuple[str, float]]:
+        """Every language the identifier knows with its probability, most likely first."""
         ident = self._ident()
         with self._lock:  # the identifier is plain numpy; one call at a time is enough
-            ranked = dict(ident.rank(text))
-        scored = sorted(
-            ((round(100.0 * float(ranked.get(c, 0.0)), 2), c) for c in self.codes),
-            key=lambda pair: pair[0],
-            reverse=True,
-        )
-        return [{"confidence": conf, "language": code} for conf, code in scored]
+            ranked = ident.rank(text)
+        merged: dict[str, float] = {}
+        for code, prob in ranked:
+            key = MACRO.get(code, code)
+            merged[key] = merged.get(key, 0.0) + float(prob)
+        return sorted(merged.items(), key=lambda kv: kv[1], reverse=True)
+
+    def detect(self, text: str, top: int = 3) -> list[dict[str, Any]]:
+        """``POST /detect``: ``[{"confidence": 0–100, "language"}]``, most likely first.
+
+        The server's languages are always listed; other languages only among the ``top``
+        most likely. When the identifier is unsure (its best below :data:`SURE`), the
+        server's source languages come first.
+        """
+        ranked = self.identify(text)
+        sure = bool(ranked) and ranked[0][1] >= SURE
+        order = list(ranked)
+        if not sure:
+            order.sort(key=lambda kv: kv[0] not in self.sources())  # stable: by probability
+        shown = [kv for i, kv in enumerate(order) if i < top or kv[0] in self.codes]
+        return [{"confidence": round(100.0 * p, 2), "language": c} for c, p in shown]
+
+    def detect_source(self, text: str) -> dict[str, Any]:
+        """The language of a text sent with ``source: "auto"``: the first of :meth:`detect`."""
+        return self.detect(text, top=1)[0]

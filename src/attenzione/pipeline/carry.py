@@ -129,9 +129,9 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
             # start, the pictograph as its closing tag (after the word's translation)
             text = "".join(buf)
             word = len(text.rstrip()) - len(text.rstrip().rsplit(None, 1)[-1])
-            space = " " if text[-1:].isspace() else ""
+            before = " " if text[-1:].isspace() else ""
             held.append(Tag("", nonspace(text[:word]), points, True))
-            held.append(Tag(space + t, nonspace(text), points, False))
+            held.append(Tag(before + t, nonspace(text), points, False))
             points += 1
             buf = [text.rstrip()]  # one space between the words, the one after it
         elif k in kept:

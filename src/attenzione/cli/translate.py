@@ -5,6 +5,10 @@ they are parsed), the input's encoding (file and line named), and whether the ou
 written. Translations are then streamed: each chunk of lines is written (and flushed) as soon
 as it is done, in input order, so a long file shows progress (a bar on stderr when it is a
 terminal) and a run killed halfway keeps what it finished.
+
+A document (``--input report.docx --output rapporto.docx``: .docx, .odt, .html, .srt) is
+read whole with :mod:`attenzione.documents`, its paragraphs translated with their inline
+formatting as tags, and written back in its own format, atomically, once all is done.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import typer
 
@@ -35,6 +39,10 @@ from attenzione.cli.common import (
     user_errors,
 )
 
+if TYPE_CHECKING:
+    from attenzione.documents import Document
+    from attenzione.translator import Translation
+
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
 
@@ -42,10 +50,18 @@ def translate(
     ctx: typer.Context,
     text: list[str] = typer.Argument(None, help="Sentences to translate (or use --input / stdin)."),
     input: Path | None = typer.Option(
-        None, "--input", "-i", help="File with one sentence per line ('-' = stdin)."
+        None,
+        "--input",
+        "-i",
+        help="File with one sentence per line ('-' = stdin), or a document to translate "
+        "with its formatting: .docx, .odt, .html, .srt (needs --output).",
     ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write translations here, one per line."
+        None,
+        "--output",
+        "-o",
+        help="Write translations here, one per line; for a document, the translated document "
+        "(same format).",
     ),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
@@ -93,7 +109,8 @@ def translate(
         check_number_flags(number_format, names, raw)
         if n_best > 1 and sample:
             fail("--n-best lists beam search's hypotheses: drop --sample")
-        lines, newline = _read_input(text, input)
+        document = _read_document(text, input, output, n_best)
+        lines, newline = _read_input(text, input) if document is None else ([], "\n")
         if n_best > 1 and len(lines) != 1:
             fail("--n-best works on one text at a time")
         if output is not None:
@@ -114,6 +131,17 @@ def translate(
         translator = Translator.from_pretrained(model, precision=precision)
         set_number_format(translator, number_format)
         steps, terms = pipeline_of(translator, names, raw)
+        if document is not None and output is not None:
+            translated = translator.translate_iter(
+                document.segments,
+                search=search,
+                terms=terms,
+                steps=steps,
+                tag=tag,
+                batch_size=batch_size,
+            )
+            _write_document(document, output, translated)
+            return
         if n_best > 1:
             (result,) = translator.translate(
                 lines, search=search, terms=terms, steps=steps, tag=tag
@@ -133,6 +161,69 @@ def translate(
         with open(output, "w", encoding="utf-8", newline="") as f:
             n = _stream(results, f, len(lines), bar=sys.stderr.isatty(), newline=newline)
         typer.echo(f"wrote {n} translations to {output}", err=True)
+
+
+def _read_document(
+    text: list[str] | None, input: Path | None, output: Path | None, n_best: int
+) -> Document | None:
+    """The document to translate when ``--input`` or ``--output`` names one (.docx, .odt,
+    .html, .srt: a .txt file keeps the line-by-line streaming above), checked before any
+    work: it exists, it is readable in its format, and the output is another file of the same
+    format. An input file that is not UTF-8 text and has no document suffix (a .pdf) is
+    refused here too, naming the formats there are."""
+    from attenzione.documents import FORMATS, format_of, read_document
+
+    def is_document(path: Path | None) -> bool:
+        return path is not None and path.suffix.lower() in FORMATS.keys() - {".txt"}
+
+    if input is None or str(input) == "-" or text:
+        if is_document(output):
+            fail(f"--output {output} is a document: give the document to translate as --input")
+        return None
+    if not input.is_file():
+        fail(f"input file {input} does not exist")
+    if not is_document(input) and not is_document(output):
+        if input.suffix.lower() not in FORMATS and not _is_utf8(input):
+            format_of(input.name)  # raises the error that names the supported formats
+        return None
+    if output is None:
+        fail(f"translating a document needs --output FILE (a {input.suffix} file)")
+    if output.suffix.lower() != input.suffix.lower():
+        fail(
+            f"--input {input.name} and --output {output.name} must have the same suffix "
+            "(a document is written back in its own format)"
+        )
+    if output.exists() and output.resolve() == input.resolve():
+        fail(f"--output {output} is the input file: give another name")
+    if n_best > 1:
+        fail("--n-best works on one text at a time, not on a document")
+    check_writable(output, "--output")
+    return read_document(input.read_bytes(), input.name)
+
+
+def _is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _write_document(document: Document, output: Path, results: Iterable[Translation]) -> None:
+    """Translate ``document``'s segments (a progress bar on a terminal) and write it to
+    ``output`` atomically: a run killed halfway leaves no half-written document."""
+    from tqdm import tqdm
+
+    from attenzione.atomic import write_bytes
+
+    translations = []
+    quiet = not sys.stderr.isatty()
+    with tqdm(total=len(document.segments), unit="segment", disable=quiet, file=sys.stderr) as p:
+        for result in results:
+            translations.append(result.text)
+            p.update(1)
+    write_bytes(output, document.write(translations))
+    typer.echo(f"wrote {output} ({len(translations)} segments translated)", err=True)
 
 
 def _read_input(text: list[str] | None, input: Path | None) -> tuple[list[str], str]:

@@ -324,7 +324,7 @@ BAD = [
     ("json", {"q": "x", "source": "en", "target": "it", "format": "pdf"}, 400, "pdf format"),
     ("json", {"q": "x", "source": "en", "target": "it", "alternatives": "x"}, 400, "number"),
     ("json", {"q": "x", "source": "en", "target": "it", "alternatives": 10**6}, 400, "<= 8"),
-    ("json", {"q": "x", "source": "en", "target": "it", "alternatives": True}, 400, "number"),
+    ("json", {"q": "x", "source": "en", "target": "it", "alternatives": "2.5"}, 400, "number"),
     ("json", {"q": "x", "source": "en", "target": "it", "scores": "maybe"}, 400, "true or"),
     ("json", {"q": "x", "source": "en", "target": "it", "api_key": 7}, 400, "api_key"),
     ("json", {"q": "\ud800", "source": "en", "target": "it"}, 400, "Unicode"),

@@ -1,4 +1,14 @@
-"""``attenzione serve``: the translation service (LibreTranslate's API) and the live page."""
+"""``attenzione serve``: the translation service (LibreTranslate's API) and the live page.
+
+Besides the options, this module configures uvicorn (:func:`server_config`): proxy headers
+(``X-Forwarded-For``) are believed only from the addresses the operator names with
+``--forwarded-allow-ips`` — uvicorn would otherwise believe them from 127.0.0.1, and any
+local client could pick its own rate-limit bucket — and its HTTP/1.1 protocol is uvicorn's
+h11 one with three answers added: 431 for headers over :data:`HEADER_LIMIT` bytes (uvicorn
+says 400), 408 for headers that do not arrive within ``--read-timeout``, and a *lingering*
+close after either (the rest of what the client is sending is read and dropped for a moment,
+so that it reads the answer instead of a connection reset).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +29,125 @@ from attenzione.cli.common import (
     tag_option,
     user_errors,
 )
+
+HEADER_LIMIT = 16 * 1024
+"""Bytes of request line and headers a request may have (h11's default); past it, 431."""
+LINGER_S = 2.0
+"""How long a connection answered 400/408/431 keeps reading (and dropping) before closing."""
+
+
+def _protocol(read_timeout: float | None) -> type:
+    """uvicorn's h11 protocol with 431, a timeout for headers (408) and lingering closes."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
+
+    class Protocol(H11Protocol):
+        _header_timer: Any = None
+        _lingering = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._lingering:  # answered and closing: drop what is still arriving
+                return
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the headers are in (or broken)
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._arm()  # the next request's headers are timed too
+
+        def send_400_response(self, msg: str) -> None:
+            # h11 gives up past its limit with "Receive buffer too long" (its status hint
+            # is 431, which uvicorn drops); whatever it holds unparsed tells which it was.
+            if len(self.conn.trailing_data[0]) > HEADER_LIMIT:
+                status, msg = 431, "Request header fields too large"
+            else:
+                status = 400
+            for event in (
+                h11.Response(
+                    status_code=status,
+                    headers=[
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"connection", b"close"),
+                    ],
+                    reason=STATUS_PHRASES[status],
+                ),
+                h11.Data(data=msg.encode("ascii")),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+            self._linger()
+
+        def _arm(self) -> None:
+            self._disarm()
+            if read_timeout is not None:
+                self._header_timer = self.loop.call_later(read_timeout, self._headers_late)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+                return
+            if not self.conn.trailing_data[0]:  # an idle keep-alive connection: just close
+                self.transport.close()
+                return
+            # No request was parsed, so h11 has nothing to answer: the bytes by hand.
+            text = f"Request timeout: the headers did not arrive within {read_timeout:g} s"
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+                % (len(text), text.encode("ascii"))
+            )
+            self._linger()
+
+        def _linger(self) -> None:
+            """Close after the answer, but read and drop for a moment first: closing with
+            unread data would reset the connection and lose the answer."""
+            self._lingering = True
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+
+    return Protocol
+
+
+def server_config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    forwarded_allow_ips: str | None = None,
+    read_timeout: float | None = 30.0,
+) -> Any:
+    """uvicorn's configuration for ``app``: proxy headers only from ``forwarded_allow_ips``
+    (comma-separated addresses or networks; None: from nowhere), header and read limits."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        workers=1,
+        http=_protocol(read_timeout),
+        h11_max_incomplete_event_size=HEADER_LIMIT,
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips if forwarded_allow_ips is not None else "",
+    )
 
 
 def _limit(name: str, value: int) -> int:
@@ -59,6 +188,17 @@ def serve(
         30.0, help="How long the worker may wait for more sentences to share a batch."
     ),
     max_body: int = typer.Option(2 * 1024 * 1024, help="Largest request body in bytes."),
+    read_timeout: float = typer.Option(
+        30.0,
+        help="Seconds a request's headers, and then its body, may take to arrive; past it, "
+        "408 and the connection is closed (against clients that send slowly on purpose).",
+    ),
+    forwarded_allow_ips: str | None = typer.Option(
+        None,
+        help="Proxies whose X-Forwarded-For/-Proto to believe (comma-separated addresses or "
+        "networks, '*' for any). Default: none, so a client cannot choose the address the "
+        "request limit counts it under.",
+    ),
     frontend_timeout: int = typer.Option(500, help="The page's typing debounce, milliseconds."),
     source_lang: str | None = typer.Option(
         None, help="The model's source language (default: its info.json, else en)."
@@ -82,10 +222,11 @@ def serve(
             _limit(name, value)
         if alternatives_limit < 0 or beam < 1 or threads < 0 or not 0 < port < 65536:
             fail("--alternatives-limit and --threads must be >= 0, --beam >= 1, --port 1..65535")
+        if not read_timeout > 0:
+            fail(f"--read-timeout must be a positive number of seconds (got {read_timeout})")
         names = check_steps(no_step, raw)
         check_number_flags(number_format, names, raw)
         import torch
-        import uvicorn
 
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
         from attenzione.serve.limits import KeyRing
@@ -122,9 +263,18 @@ def serve(
             beam=beam,
             max_body=max_body,
             frontend_timeout=frontend_timeout,
+            read_timeout=read_timeout,
         )
         app = create_app(Service(batcher, languages, settings, keys))
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=1)
+        config = server_config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            forwarded_allow_ips=forwarded_allow_ips,
+            read_timeout=read_timeout,
+        )
+        import uvicorn
 
         class Server(uvicorn.Server):
             """uvicorn's server, saying what a SIGTERM/Ctrl-C will wait for."""

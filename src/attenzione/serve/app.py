@@ -4,8 +4,10 @@ Every route reads the raw request (:mod:`.fields`), hands the fields to the
 :class:`~attenzione.serve.service.Service` and turns its answer into JSON, or its
 :class:`~attenzione.serve.fields.ApiError` into ``{"error": "…"}`` with the status
 LibreTranslate uses. Anything unexpected becomes a 500 with a one-line message and the
-traceback goes to the server's log, never to the client. CORS is open (``*``), as
-LibreTranslate's, so that a page on another origin can call the service.
+traceback goes to the server's log, never to the client; a client that hangs up before
+its body has arrived is one ``info`` line, not an error. CORS is open (``*``), as
+LibreTranslate's, so that a page on another origin can call the service. A 405 names the
+allowed methods (``Allow``), and every GET route answers HEAD too.
 
 Served besides the API: the page at ``/`` (the live translator and attention viewer,
 self-contained), the OpenAPI document at ``/spec`` (and ``/openapi.json``), and interactive
@@ -25,14 +27,16 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from attenzione.serve.fields import ApiError, read_fields
+from attenzione.serve.fields import ApiError, read_body, read_fields
 from attenzione.serve.page import docs_html, page_html
 from attenzione.serve.service import Service
 from attenzione.serve.spec import openapi_spec
 
 log = logging.getLogger("attenzione.serve")
+GET = ["GET", "HEAD"]  # uvicorn sends no body for HEAD
 
 
 def _swagger_dir() -> Path | None:
@@ -108,6 +112,7 @@ def create_app(service: Service) -> FastAPI:
     )
     spec = openapi_spec(service)
     max_body = service.settings.max_body
+    read_timeout = service.settings.read_timeout
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -115,7 +120,22 @@ def create_app(service: Service) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+        # exc.headers carries the 405's Allow (starlette names the route's methods).
+        return JSONResponse(
+            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(ClientDisconnect)
+    async def hung_up(request: Request, _: ClientDisconnect) -> Response:
+        # Nobody is left to answer: one line, no traceback (a client closing a tab, a
+        # timeout on its side); the status is only what the access log would show.
+        log.info(
+            "client %s disconnected before sending the whole body of %s %s",
+            client(request),
+            request.method,
+            request.url.path,
+        )
+        return Response(status_code=499)
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:
@@ -125,25 +145,32 @@ def create_app(service: Service) -> FastAPI:
     def client(request: Request) -> str:
         return request.client.host if request.client else "unknown"
 
+    @app.post("/suggest")
+    async def suggest(request: Request) -> JSONResponse:
+        # As LibreTranslate with suggestions off (frontend/settings says so): 403 before
+        # anything else; the body is read first so that the client can finish sending.
+        await read_body(request, max_body, read_timeout)
+        raise ApiError(403, "Suggestions are disabled on this server.")
+
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
-        fields = await read_fields(request, max_body)
+        fields = await read_fields(request, max_body, read_timeout)
         return JSONResponse(await service.translate(fields, client(request)))
 
     @app.post("/detect")
     async def detect(request: Request) -> JSONResponse:
-        fields = await read_fields(request, max_body)
+        fields = await read_fields(request, max_body, read_timeout)
         return JSONResponse(service.detect(fields, client(request)))
 
-    @app.get("/languages")
+    @app.api_route("/languages", methods=GET)
     async def languages() -> JSONResponse:
         return JSONResponse(service.languages.listing())
 
-    @app.get("/frontend/settings")
+    @app.api_route("/frontend/settings", methods=GET)
     async def frontend_settings() -> JSONResponse:
         return JSONResponse(service.frontend_settings())
 
-    @app.get("/health")
+    @app.api_route("/health", methods=GET)
     async def health() -> JSONResponse:
         return JSONResponse(
             {
@@ -153,16 +180,16 @@ def create_app(service: Service) -> FastAPI:
             }
         )
 
-    @app.get("/spec")
-    @app.get("/openapi.json")
+    @app.api_route("/spec", methods=GET)
+    @app.api_route("/openapi.json", methods=GET)
     async def spec_json() -> JSONResponse:
         return JSONResponse(spec)
 
-    @app.get("/docs")
+    @app.api_route("/docs", methods=GET)
     async def docs() -> HTMLResponse:
         return HTMLResponse(docs_html(_swagger_dir() is not None))
 
-    @app.get("/docs/assets/{name}")
+    @app.api_route("/docs/assets/{name}", methods=GET)
     async def docs_asset(name: str) -> Response:
         folder = _swagger_dir()
         allowed = {"swagger-ui-bundle.js", "swagger-ui.css"}
@@ -170,7 +197,7 @@ def create_app(service: Service) -> FastAPI:
             raise ApiError(404, f"no such file: {name}")
         return FileResponse(folder / name)
 
-    @app.get("/")
+    @app.api_route("/", methods=GET)
     async def page() -> HTMLResponse:
         return HTMLResponse(page_html(service.frontend_settings()))
 

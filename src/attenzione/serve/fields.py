@@ -6,6 +6,13 @@ query string with an empty body, Mastodon and the npm client post JSON, and a br
 may post multipart. FastAPI cannot declare one endpoint that takes all of these, so the
 endpoints read the raw request here: JSON (which must be an object) or form fields, with the
 query string filling in what the body does not give. Repeated ``q`` fields become a list.
+As LibreTranslate, ``q`` from a form or the query string gets Unix line endings (``\r\n``
+and a lone ``\r`` become ``\n``, so that the character limit counts a line break once);
+JSON text is left as sent.
+
+The body must arrive within the server's read timeout (408 and the connection closed,
+else a client trickling a byte at a time holds a connection for ever); a body declared
+larger than the limit is refused from its ``Content-Length`` (413, see :func:`read_body`).
 
 Every problem becomes :class:`ApiError` with LibreTranslate's status and a message naming the
 field; nothing a client sends can raise anything else out of this module.
@@ -13,6 +20,7 @@ field; nothing a client sends can raise anything else out of this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -36,20 +44,42 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+async def read_body(request: Request, max_bytes: int, timeout: float | None = None) -> bytes:
+    """The body, refused with 413 past ``max_bytes`` without keeping the rest in memory,
+    and with 408 (the connection closed) when it takes longer than ``timeout`` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await _body(request, max_bytes)
+    except TimeoutError:
+        raise ApiError(
+            408,
+            f"Request timeout: the body did not arrive within {timeout:g} s",
+            {"Connection": "close"},
+        ) from None
+
+
 async def _body(request: Request, max_bytes: int) -> bytes:
-    """The body, refused with 413 past ``max_bytes`` without reading the rest into memory."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        await _discard(request, 16 * max_bytes)
-        raise ApiError(413, f"Invalid request: body of {declared} bytes exceeds {max_bytes}")
+        size = int(declared)
+        message = f"Invalid request: body of {size} bytes exceeds {max_bytes}"
+        expects = request.headers.get("expect", "").lower() == "100-continue"
+        if expects or size > DRAIN_FACTOR * max_bytes:
+            # At once, from the header: the body is not waited for (a client that asked
+            # "100-continue" has not even sent it), and the connection is closed after.
+            raise ApiError(413, message, {"Connection": "close"})
+        await _discard(request)
+        raise ApiError(413, message)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > max_bytes:  # keep reading (and dropping) the rest: see _discard
             chunks.clear()
-            if size > 16 * max_bytes:
-                break
+            if size > DRAIN_FACTOR * max_bytes:
+                raise ApiError(
+                    413, f"Invalid request: body exceeds {max_bytes} bytes", {"Connection": "close"}
+                )
             continue
         chunks.append(chunk)
     if size > max_bytes:
@@ -57,29 +87,42 @@ async def _body(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _discard(request: Request, limit: int) -> None:
-    """Read and drop the rest of an oversized body (up to ``limit`` bytes).
+DRAIN_FACTOR = 16
+"""An oversized body up to this many times the limit is read (and dropped) before the 413;
+past it, the 413 comes at once and the connection is closed."""
+
+
+async def _discard(request: Request) -> None:
+    """Read and drop the rest of a moderately oversized body (its declared length is at
+    most :data:`DRAIN_FACTOR` times the limit; the read timeout bounds the time).
 
     Answering 413 while the client is still sending makes the server close a connection
     with unread data, and the client then sees a reset instead of the answer; draining
     first lets it finish sending and read the 413. Nothing is kept in memory.
     """
-    seen = 0
-    async for chunk in request.stream():
-        seen += len(chunk)
-        if seen > limit:
-            return
+    async for _ in request.stream():
+        pass
 
 
-async def read_fields(request: Request, max_bytes: int) -> dict[str, Any]:
+def _unix_lines(key: str, value: str) -> str:
+    """``q`` with LibreTranslate's line endings for a form or query string (RFC 2046 says
+    form text has CRLF line breaks; LT turns them into LF before counting characters)."""
+    if key != "q":
+        return value
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+async def read_fields(
+    request: Request, max_bytes: int, timeout: float | None = None
+) -> dict[str, Any]:
     """The request's fields: JSON values as sent, form and query values as strings
     (a repeated field as a list of strings)."""
-    body = await _body(request, max_bytes)
+    body = await read_body(request, max_bytes, timeout)
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     fields: dict[str, Any] = {}
     try:
         for key in request.query_params:
-            values = request.query_params.getlist(key)
+            values = [_unix_lines(key, v) for v in request.query_params.getlist(key)]
             fields[key] = Repeated(values) if len(values) > 1 else values[0]
     except UnicodeDecodeError:
         raise ApiError(400, "Invalid request: the query string is not valid UTF-8") from None
@@ -111,7 +154,7 @@ async def read_fields(request: Request, max_bytes: int) -> dict[str, Any]:
             for v in form.getlist(key):
                 if not isinstance(v, str):
                     raise ApiError(400, f"Invalid request: {key} must be text, not a file")
-                texts.append(v)
+                texts.append(_unix_lines(key, v))
             fields[key] = Repeated(texts) if len(texts) > 1 else texts[0]
     return fields
 
@@ -147,17 +190,29 @@ def get_str(fields: dict[str, Any], name: str, default: str | None = None) -> st
     return _check_text(name, value)
 
 
-def get_int(fields: dict[str, Any], name: str, default: int | None) -> int | None:
+def get_int(
+    fields: dict[str, Any], name: str, default: int | None, *, loose: bool = False
+) -> int | None:
+    """An integer field; absent, null or ``""`` is ``default``.
+
+    ``loose``: whatever Python's ``int()`` takes, as LibreTranslate reads ``alternatives``
+    (``int(value)``): ``2.5`` → 2, ``true`` → 1, ``" 2 "`` and ``"+2"`` → 2; a string
+    ``int()`` refuses (``"2.5"``, ``"1e3"``) is a 400 here, where LibreTranslate fails with
+    a 500 for JSON. Otherwise only an integer or a string of one.
+    """
     value = fields.get(name)
     if value is None or value == "":
         return default
     if isinstance(value, Repeated):
         value = value[0]
-    if isinstance(value, bool):
-        raise ApiError(400, f"Invalid request: {name} parameter is not a number")
-    if isinstance(value, int):
+    if loose and isinstance(value, bool | int | float | str):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str):
+    elif isinstance(value, str):
         try:
             return int(value.strip())
         except ValueError:

@@ -14,6 +14,10 @@ much of a guess was right.
 
 The rate limit is a sliding window of the last 60 seconds per API key (or per client address
 without one), as LibreTranslate's ``--req-limit``; over it, 429 ``Slowdown: N per 1 minute``.
+
+Wrong keys are counted too, per client address: after :data:`KEY_ATTEMPTS_PER_MINUTE` wrong
+keys in 60 seconds, that address gets 429 for any key — the right one included, or the
+answer would tell a guesser when it had found one — until the window has moved on.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+
+KEY_ATTEMPTS_PER_MINUTE = 10
+"""Wrong API keys one client address may send in 60 seconds before it is answered 429."""
 
 
 @dataclass(frozen=True)
@@ -84,15 +91,31 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def allow(self, identity: str, limit: int) -> bool:
-        now = time.monotonic()
+        """Count a request of ``identity`` unless it already has ``limit`` in the window."""
         with self._lock:
-            if len(self._hits) > 10_000:  # forget identities that have gone quiet
-                for ident in [i for i, d in self._hits.items() if now - d[-1] > self.WINDOW]:
-                    del self._hits[ident]
-            hits = self._hits.setdefault(identity, deque())
-            while hits and now - hits[0] >= self.WINDOW:
-                hits.popleft()
+            hits = self._window(identity)
             if len(hits) >= limit:
                 return False
-            hits.append(now)
+            hits.append(time.monotonic())
             return True
+
+    def full(self, identity: str, limit: int) -> bool:
+        """Whether ``identity`` has ``limit`` hits in the window (counts nothing)."""
+        with self._lock:
+            return len(self._window(identity)) >= limit
+
+    def record(self, identity: str) -> None:
+        """Count one hit of ``identity`` (a wrong key, say), whatever its count."""
+        with self._lock:
+            self._window(identity).append(time.monotonic())
+
+    def _window(self, identity: str) -> deque[float]:
+        """``identity``'s hits of the last 60 s (the caller holds the lock)."""
+        now = time.monotonic()
+        if len(self._hits) > 10_000:  # forget identities that have gone quiet
+            for ident in [i for i, d in self._hits.items() if not d or now - d[-1] > self.WINDOW]:
+                del self._hits[ident]
+        hits = self._hits.setdefault(identity, deque())
+        while hits and now - hits[0] >= self.WINDOW:
+            hits.popleft()
+        return hits

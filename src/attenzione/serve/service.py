@@ -17,7 +17,7 @@ from attenzione.serve.alignment import attention_payload
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
 from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
 from attenzione.serve.language import Languages, language_name
-from attenzione.serve.limits import KeyRing, RateLimiter
+from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
 from attenzione.serve.text import Piece, assemble, plan_html, plan_text
 
 
@@ -32,6 +32,7 @@ class Settings:
     beam: int = 4
     max_body: int = 2 * 1024 * 1024
     frontend_timeout: int = 500
+    read_timeout: float = 30.0  # seconds a request body may take to arrive (then 408)
 
 
 def _limit(value: int, limit: int) -> bool:
@@ -54,7 +55,8 @@ class Service:
 
     # ------------------------------------------------------------------ access
     def check_access(self, fields: dict[str, Any], client: str) -> None:
-        """403 for a wrong key, 400 for a missing one (when keys are on), 429 over the limit."""
+        """403 for a wrong key, 400 for a missing one (when keys are on), 429 over the limit
+        or after :data:`KEY_ATTEMPTS_PER_MINUTE` wrong keys from ``client`` in a minute."""
         given = fields.get("api_key") or fields.get("apiKey")
         if isinstance(given, Repeated):
             given = given[0]
@@ -65,8 +67,16 @@ class Service:
         if self.keys is not None:
             if not given:
                 raise ApiError(400, "Please contact the server operator to get an API key")
+            guesses = f"wrong-key:{client}"
+            if self.limiter.full(guesses, KEY_ATTEMPTS_PER_MINUTE):
+                raise ApiError(
+                    429,
+                    f"Too many wrong API keys: {KEY_ATTEMPTS_PER_MINUTE} per 1 minute",
+                    {"Retry-After": "60"},
+                )
             key = self.keys.lookup(given)
             if key is None:
+                self.limiter.record(guesses)
                 raise ApiError(403, "Invalid API key")
             identity = "key:" + key.digest.hex()
             limit = key.req_limit if key.req_limit is not None else limit
@@ -82,23 +92,27 @@ class Service:
         if not target:
             raise ApiError(400, "Invalid request: missing target parameter")
         detected: dict[str, Any] = {"confidence": 100.0, "language": source}
+        langs = self.languages
         if source == "auto":
-            ranked = self.languages.detect(" ".join(texts))
-            detected = ranked[0]
-            # Short texts ("Hello") are often a toss-up; unless the identifier is fairly sure
-            # of another language, take the one the model translates from.
-            if detected["language"] != self.languages.source and detected["confidence"] < 50:
-                detected = next(d for d in ranked if d["language"] == self.languages.source)
+            detected = langs.detect_source(" ".join(texts))
+            found = detected["language"]
+            if found not in langs.sources():
+                raise ApiError(
+                    400,
+                    f"The text looks {language_name(found)} ({found}, confidence "
+                    f"{detected['confidence']:g}), which this server cannot translate: "
+                    f"it translates {langs.pair()}",
+                )
         lang = detected["language"]
-        if lang not in self.languages.codes:
-            raise ApiError(400, f"{source} is not supported")
-        if target not in self.languages.codes:
-            raise ApiError(400, f"{target} is not supported")
-        if lang != self.languages.source or target != self.languages.target:
+        if lang not in langs.codes:
+            raise ApiError(400, f"{source} is not supported: this server translates {langs.pair()}")
+        if target not in langs.codes:
+            raise ApiError(400, f"{target} is not supported: this server translates {langs.pair()}")
+        if lang != langs.source or target != langs.target:
             raise ApiError(
                 400,
                 f"{language_name(target)} ({target}) is not available as a target language "
-                f"from {language_name(lang)} ({lang})",
+                f"from {language_name(lang)} ({lang}): this server translates {langs.pair()}",
             )
         return source, detected
 
@@ -106,7 +120,7 @@ class Service:
         self.check_access(fields, client)
         texts, batch = get_q(fields)
         s = self.settings
-        n_alt = get_int(fields, "alternatives", 0) or 0
+        n_alt = get_int(fields, "alternatives", 0, loose=True) or 0
         n_alt = max(0, n_alt)
         if _limit(n_alt, s.alternatives_limit):
             raise ApiError(
@@ -133,6 +147,7 @@ class Service:
         layer = get_int(fields, "attention_layer", None)
         head = get_int(fields, "attention_head", None)
         want_attention = want_attention or full
+        self._check_attention(layer, head)
 
         lang = self.languages.source
         plans = [plan_html(t, lang) if fmt == "html" else plan_text(t, lang) for t in texts]
@@ -177,6 +192,20 @@ class Service:
         if source == "auto":
             answer["detectedLanguage"] = [detected] * len(texts) if batch else detected
         return answer
+
+    def _check_attention(self, layer: int | None, head: int | None) -> None:
+        """Refuse a layer or head the model does not have before any decoding is spent
+        (the same ranges :func:`~attenzione.serve.alignment.attention_payload` takes)."""
+        config = self.batcher.translator.model.config
+        n_layers, n_heads = config.n_dec_layers, config.n_heads
+        if layer is not None and not -n_layers <= layer < n_layers:
+            raise ApiError(
+                400, f"Invalid request: attention_layer {layer} is out of range: 0..{n_layers - 1}"
+            )
+        if head is not None and not 0 <= head < n_heads:
+            raise ApiError(
+                400, f"Invalid request: attention_head {head} is out of range: 0..{n_heads - 1}"
+            )
 
     def _item(
         self,

@@ -26,12 +26,21 @@ _ERROR = {
 _ERRORS = {
     "400": "Invalid request (missing or malformed field, unsupported language, over a limit)",
     "403": "Invalid API key",
+    "408": "The body did not arrive within the server's read timeout (connection closed)",
     "413": "Request body too large",
-    "429": "Slow down: over the per-minute request limit",
+    "429": "Slow down: over the per-minute request limit, or too many wrong API keys",
     "500": "Translation error",
     "503": "The translation queue is full (retry shortly) or the server is stopping",
 }
 _TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+# As LibreTranslate (`if not q`: 400 "missing q"), an empty q or an empty list is refused;
+# an empty text inside a list is fine (its translation is "").
+_Q = {
+    "oneOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    ]
+}
 _DETECTION = {
     "type": "object",
     "properties": {
@@ -41,7 +50,12 @@ _DETECTION = {
     "required": ["confidence", "language"],
 }
 _TRANSLATE_FIELDS: dict[str, Any] = {
-    "q": {**_TEXTS, "description": "Text to translate, or a list of texts.", "example": "Hello!"},
+    "q": {
+        **_Q,
+        "description": "Text to translate, or a list of texts (not empty). In a form or the "
+        "query string, line breaks become `\\n` (`\\r\\n`, `\\r`), as LibreTranslate.",
+        "example": "Hello!",
+    },
     "source": {
         "type": "string",
         "description": "Source language code, or `auto` to detect it.",
@@ -58,7 +72,8 @@ _TRANSLATE_FIELDS: dict[str, Any] = {
         "type": "integer",
         "minimum": 0,
         "default": 0,
-        "description": "How many alternative translations to return (not for html).",
+        "description": "How many alternative translations to return (not for html). As "
+        'LibreTranslate, any value Python\'s `int()` takes: `2.5` → 2, `true` → 1, `"2"` → 2.',
     },
     "api_key": {"type": "string", "description": "API key (when the server requires one)."},
     "scores": {
@@ -178,7 +193,7 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                     "requestBody": _body(fields, ["q", "source", "target"]),
                     "responses": {
                         "200": _json(translation, "Translated text(s)"),
-                        **_errors("400", "403", "413", "429", "500", "503"),
+                        **_errors("400", "403", "408", "413", "429", "500", "503"),
                     },
                 }
             },
@@ -195,7 +210,31 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                             {"type": "array", "items": _DETECTION},
                             "The server's languages, most likely first (confidence 0–100)",
                         ),
-                        **_errors("400", "403", "413", "429"),
+                        **_errors("400", "403", "408", "413", "429"),
+                    },
+                }
+            },
+            "/suggest": {
+                "post": {
+                    "summary": "Suggest a better translation (disabled on this server)",
+                    "description": "As LibreTranslate with suggestions off "
+                    "(`/frontend/settings` says `suggestions: false`): always 403.",
+                    "operationId": "suggest",
+                    "requestBody": _body(
+                        {
+                            "q": {"type": "string", "description": "Original text."},
+                            "s": {"type": "string", "description": "Suggested translation."},
+                            "source": {"type": "string"},
+                            "target": {"type": "string"},
+                        },
+                        ["q", "s", "source", "target"],
+                    ),
+                    "responses": {
+                        "403": _json(
+                            {"$ref": "#/components/schemas/Error"},
+                            "Suggestions are disabled on this server.",
+                        ),
+                        **_errors("408", "413"),
                     },
                 }
             },

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -126,3 +127,32 @@ def chrome(width: int = 1280, height: int = 1500) -> Any:
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=DriverService(driver_path), options=opts)
+
+
+@contextmanager
+def uvicorn_server(service: Any, **options: Any) -> Iterator[str]:
+    """A real uvicorn server around ``service`` (an :class:`attenzione.serve.Service`) in a
+    thread, on a free port of 127.0.0.1, configured as the CLI configures it; its address
+    (``host:port``); stopped on the way out."""
+    import uvicorn
+
+    from attenzione.cli.serve import server_config
+    from attenzione.serve import create_app
+
+    port = free_port()
+    config = server_config(
+        create_app(service), host="127.0.0.1", port=port, log_level="debug", **options
+    )
+    config.log_config = None  # leave the test's logging (caplog) alone
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)

@@ -35,6 +35,7 @@ LAYERS = {
     "model_dir": 5,
     "markup": 5,
     "pipeline": 5,
+    "documents": 5,
     "scoring": 5,
     "averaging": 6,
     "training": 6,

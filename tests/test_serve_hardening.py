@@ -11,22 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
 from starlette.requests import Request
 
-from attenzione.cli.serve import server_config
 from attenzione.serve import Batcher, Languages, Service, Settings, create_app
 from attenzione.serve.fields import ApiError, get_int, read_fields
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing
 from attenzione.serve.spec import openapi_spec
-from serve_helpers import free_port
+from serve_helpers import uvicorn_server
 from tiny_model import tiny_translator
 
 
@@ -35,30 +31,6 @@ def _service(**settings: Any) -> Service:
     return Service(
         Batcher(tiny_translator(), max_queue=64), Languages("en", "it"), Settings(**settings), keys
     )
-
-
-@contextmanager
-def _uvicorn(service: Service, **options: Any) -> Iterator[str]:
-    """A real uvicorn server around ``service`` on a free port; stopped on the way out."""
-    import uvicorn
-
-    port = free_port()
-    config = server_config(
-        create_app(service), host="127.0.0.1", port=port, log_level="debug", **options
-    )
-    config.log_config = None  # leave the test's logging (caplog) alone
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def _asgi(service: Service, client: tuple[str, int] = ("127.0.0.1", 1234)) -> httpx.AsyncClient:
@@ -98,10 +70,10 @@ def test_forwarded_for_is_ignored_unless_the_proxy_is_named() -> None:
             codes.append(r.status_code)
         return codes
 
-    with _uvicorn(_service(req_limit=1), forwarded_allow_ips=None) as address:
+    with uvicorn_server(_service(req_limit=1), forwarded_allow_ips=None) as address:
         assert two_requests(address) == [200, 429]
     # An operator who names the proxy gets each forwarded client its own bucket.
-    with _uvicorn(_service(req_limit=1), forwarded_allow_ips="127.0.0.1") as address:
+    with uvicorn_server(_service(req_limit=1), forwarded_allow_ips="127.0.0.1") as address:
         assert two_requests(address) == [200, 200]
 
 
@@ -133,7 +105,7 @@ def test_a_client_that_hangs_up_mid_body_is_one_quiet_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with _uvicorn(_service()) as address:
+    with uvicorn_server(_service()) as address:
         host, port = address.split(":")
         with socket.create_connection((host, int(port)), timeout=30) as s:
             s.sendall(
@@ -220,7 +192,7 @@ def test_attention_layer_and_head_are_checked_before_decoding() -> None:
 
 
 def test_a_huge_declared_body_is_refused_from_its_header() -> None:
-    with _uvicorn(_service()) as address:
+    with uvicorn_server(_service()) as address:
         got = _raw(
             address,
             b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -231,7 +203,7 @@ def test_a_huge_declared_body_is_refused_from_its_header() -> None:
 
 
 def test_huge_headers_get_431() -> None:
-    with _uvicorn(_service()) as address:
+    with uvicorn_server(_service()) as address:
         headers = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 1_000_000
         got = _raw(address, headers + b"\r\n\r\n")
     assert got.startswith(b"HTTP/1.1 431 "), got[:200]
@@ -240,7 +212,7 @@ def test_huge_headers_get_431() -> None:
 def test_a_slow_body_is_cut_off_with_408() -> None:
     """Headers, then a body that never finishes: after ``read_timeout`` the server answers
     408 and closes the connection instead of holding it."""
-    with _uvicorn(_service(read_timeout=0.5)) as address:
+    with uvicorn_server(_service(read_timeout=0.5)) as address:
         got = _raw(
             address,
             b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -251,7 +223,7 @@ def test_a_slow_body_is_cut_off_with_408() -> None:
 
 
 def test_slow_headers_are_cut_off_with_408() -> None:
-    with _uvicorn(_service(), read_timeout=0.5) as address:
+    with uvicorn_server(_service(), read_timeout=0.5) as address:
         got = _raw(address, b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Slow: ")
     assert got.startswith(b"HTTP/1.1 408 "), got[:200]
     assert b"connection: close" in got.lower()

@@ -200,6 +200,20 @@ def serve(
         "request limit counts it under.",
     ),
     frontend_timeout: int = typer.Option(500, help="The page's typing debounce, milliseconds."),
+    files: bool = typer.Option(
+        True, "--files/--no-files", help="Translate documents (/translate_file) or refuse them."
+    ),
+    file_limit: int = typer.Option(10 * 1024 * 1024, help="Largest document in bytes."),
+    file_chars: int = typer.Option(
+        200_000, help="Most characters to translate in one document (-1: no limit)."
+    ),
+    file_timeout: float = typer.Option(600, help="Seconds one document may take (then 503)."),
+    file_ttl: float = typer.Option(
+        1800, help="Seconds a translated document waits for its download, then removed."
+    ),
+    files_dir: Path | None = typer.Option(
+        None, help="Where translated documents wait (default: a new temporary directory)."
+    ),
     source_lang: str | None = typer.Option(
         None, help="The model's source language (default: its info.json, else en)."
     ),
@@ -222,6 +236,11 @@ def serve(
             _limit(name, value)
         if alternatives_limit < 0 or beam < 1 or threads < 0 or not 0 < port < 65536:
             fail("--alternatives-limit and --threads must be >= 0, --beam >= 1, --port 1..65535")
+        if file_limit < 1 or not file_timeout > 0 or not file_ttl > 0:
+            fail("--file-limit, --file-timeout and --file-ttl must be positive")
+        _limit("--file-chars", file_chars)
+        if files_dir is not None and files_dir.exists() and not files_dir.is_dir():
+            fail(f"--files-dir {files_dir} is not a directory")
         if not read_timeout > 0:
             fail(f"--read-timeout must be a positive number of seconds (got {read_timeout})")
         names = check_steps(no_step, raw)
@@ -229,6 +248,7 @@ def serve(
         import torch
 
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
+        from attenzione.serve.files import FileStore
         from attenzione.serve.limits import KeyRing
         from attenzione.translator import Translator
 
@@ -264,8 +284,13 @@ def serve(
             max_body=max_body,
             frontend_timeout=frontend_timeout,
             read_timeout=read_timeout,
+            files=files,
+            file_limit=file_limit,
+            file_chars=file_chars,
+            file_timeout=file_timeout,
         )
-        app = create_app(Service(batcher, languages, settings, keys))
+        store = FileStore(files_dir, file_ttl) if files else None
+        app = create_app(Service(batcher, languages, settings, keys, store))
         config = server_config(
             app,
             host=host,

@@ -30,7 +30,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from attenzione.serve.fields import ApiError, read_body, read_fields
+from attenzione.serve.fields import ApiError, read_body, read_fields, read_upload
+from attenzione.serve.files import MEDIA_TYPES
 from attenzione.serve.page import docs_html, page_html
 from attenzione.serve.service import Service
 from attenzione.serve.spec import openapi_spec
@@ -93,6 +94,8 @@ def create_app(service: Service) -> FastAPI:
             yield
         finally:
             service.batcher.stop()  # finishes everything admitted (uvicorn has drained HTTP)
+            if service.files is not None:
+                service.files.close()
 
     app = FastAPI(
         title="attenzione",
@@ -151,6 +154,28 @@ def create_app(service: Service) -> FastAPI:
         # anything else; the body is read first so that the client can finish sending.
         await read_body(request, max_body, read_timeout)
         raise ApiError(403, "Suggestions are disabled on this server.")
+
+    @app.post("/translate_file")
+    async def translate_file(request: Request) -> JSONResponse:
+        if service.files is None:  # as LibreTranslate: refused before the upload is read
+            raise ApiError(403, "Files translation are disabled on this server.")
+        fields, upload = await read_upload(
+            request, service.settings.file_limit + 64 * 1024, read_timeout
+        )
+        name = await service.translate_file(fields, upload, client(request))
+        return JSONResponse({"translatedFileUrl": f"{request.base_url}download_file/{name}"})
+
+    @app.api_route("/download_file/{name}", methods=GET)
+    async def download_file(name: str) -> Response:
+        path = service.files.get(name) if service.files is not None else None
+        if path is None or service.files is None:
+            raise ApiError(404, "No such file: translated files are kept for a while, then removed")
+        suffix = Path(name).suffix.lower()
+        return FileResponse(
+            path,
+            media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
+            filename=service.files.download_name(name),
+        )
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:

@@ -229,3 +229,47 @@ def get_bool(fields: dict[str, Any], name: str) -> bool:
     if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
         return value.strip().lower() in TRUE
     raise ApiError(400, f"Invalid request: {name} must be true or false")
+
+
+async def read_upload(
+    request: Request, max_bytes: int, timeout: float | None = None
+) -> tuple[dict[str, Any], tuple[str, bytes] | None]:
+    """A multipart upload (``/translate_file``): its text fields (the query string filling
+    in), and its one ``file`` as (file name, bytes), or None when there is none."""
+    body = await read_body(request, max_bytes, timeout)
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    fields: dict[str, Any] = {}
+    try:
+        for key in request.query_params:
+            fields[key] = request.query_params.get(key)
+    except UnicodeDecodeError:
+        raise ApiError(400, "Invalid request: the query string is not valid UTF-8") from None
+    if ctype != "multipart/form-data":
+        raise ApiError(400, "Invalid request: send the file as multipart/form-data")
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        form = await Request(request.scope, receive).form(max_part_size=max_bytes)
+    except Exception as exc:  # python-multipart raises several types for broken bodies
+        raise ApiError(400, f"Invalid form data: {exc}") from None
+    upload: tuple[str, bytes] | None = None
+    for key in form:
+        values = form.getlist(key)
+        if key == "file":
+            if len(values) != 1 or isinstance(values[0], str):
+                raise ApiError(400, "Invalid request: send exactly one file, as the file field")
+            part = values[0]
+            upload = (part.filename or "", await part.read())
+            await part.close()
+        elif any(not isinstance(v, str) for v in values):
+            raise ApiError(400, f"Invalid request: {key} must be text, not a file")
+        else:
+            fields[key] = values[-1]
+    return fields, upload

@@ -1,11 +1,13 @@
 """The page at ``/`` and the interactive API docs at ``/docs``, both self-contained.
 
 The page is the attention viewer of ``attenzione attention`` made live: the same CSS and
-JavaScript (``viz/assets``), mounted again for each translation, plus a small script
+JavaScript (``viz/assets``), mounted again for each sentence shown, plus a small script
 (``serve/assets/page.js``) that translates as you type (debounced by the server's
 ``frontendTimeout``), lists the sentences with their confidence and the alternatives, and
-shows the chosen sentence's attention. Everything is inlined; the only requests the page
-makes go to the server that served it.
+shows the chosen sentence's attention. The text is translated without attention (every map
+of every layer and head is ~100 kB a sentence); the viewer asks for the one sentence it shows
+and keeps what it got. Everything is inlined; the only requests the page makes go to the
+server that served it.
 
 ``/docs`` is Swagger UI from the ``swagger-ui-bundle`` package, its two files served by this
 server (``/docs/assets/…``); without that package, a plain page points to ``/spec``.
@@ -35,18 +37,28 @@ _PAGE = """<!DOCTYPE html>
   <h1>attenzione</h1><span id="lang-pair"></span>
   <nav><a href="docs">API docs</a><a href="spec">OpenAPI</a></nav>
 </header>
-<div id="key-row"><label for="api-key">API key</label> <input id="api-key" size="40"></div>
+<div id="key-row"><label for="api-key">API key</label> <input id="api-key" size="40"
+  autocomplete="off"></div>
+<main id="text-translation">
 <div class="io">
   <div><label for="input">English</label>
-  <textarea id="input" placeholder="Type or paste English…" autofocus>{initial}</textarea></div>
-  <div><label for="output">Italian</label><div id="output" aria-live="polite"></div></div>
+  <textarea id="input" placeholder="Type or paste English…" autofocus{maxlength}
+    aria-describedby="counter">{initial}</textarea>
+  <div class="under"><span id="counter"></span></div></div>
+  <div><label for="output">Italian</label><div id="output" aria-live="polite"
+    aria-busy="false"></div>
+  <div class="under"><span id="busy" role="status"></span><span id="meta-conf"></span></div>
+  </div>
 </div>
-<div id="meta"><span id="meta-conf"></span></div>
 <div id="error" role="alert"></div>
 <p id="alternatives-label" class="hint" hidden>Alternatives</p>
-<ol id="alternatives"></ol>
+<ol id="alternatives" aria-labelledby="alternatives-label"></ol>
+</main>
+<!-- A "Translate a file" section belongs here, below the text areas. -->
+<section id="analysis">
 <table id="sentences" aria-label="sentences"></table>
-<section id="viewer-section" hidden>
+<p id="attention-note" class="hint" role="status"></p>
+<section id="viewer-section" hidden aria-busy="false">
 <h2>Attention of the selected sentence</h2>
 <p class="sentence"><b>Source</b><span id="source"></span></p>
 <div class="tokens" id="src-tokens" aria-label="source tokens"></div>
@@ -64,6 +76,7 @@ Word alignment: <span id="alignment"></span></p>
 <div id="status"></div>
 <div id="focus"></div>
 <div id="view"></div>
+</section>
 </section>
 <p class="hint"><b>Confidence</b> is the geometric mean of the probabilities the model gave
 each token it wrote (the mean log-probability per token, exponentiated): 100% means it had no
@@ -117,7 +130,9 @@ def _safe_json(obj: Any) -> str:
 
 
 def page_html(settings: dict[str, Any], initial: str = "") -> str:
-    """The live page; ``settings`` is what ``/frontend/settings`` answers."""
+    """The live page; ``settings`` is what ``/frontend/settings`` answers (its ``charLimit``,
+    -1 for none, is the text box's ``maxlength``)."""
+    limit = int(settings.get("charLimit", -1))
     return _PAGE.format(
         viewer_css=_asset("attenzione.viz", "viewer.css"),
         page_css=_asset("attenzione.serve", "page.css"),
@@ -125,6 +140,7 @@ def page_html(settings: dict[str, Any], initial: str = "") -> str:
         page_js=_asset("attenzione.serve", "page.js"),
         settings=_safe_json(settings),
         initial=html.escape(initial),
+        maxlength=f' maxlength="{limit}"' if limit > 0 else "",
     )
 
 

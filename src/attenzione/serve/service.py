@@ -13,9 +13,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from attenzione.documents import FORMATS, DocumentError, read_document
+from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.serve.alignment import attention_payload
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
 from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
+from attenzione.serve.files import FileStore
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
 from attenzione.serve.text import Piece, assemble, plan_html, plan_text
@@ -33,6 +36,10 @@ class Settings:
     max_body: int = 2 * 1024 * 1024
     frontend_timeout: int = 500
     read_timeout: float = 30.0  # seconds a request body may take to arrive (then 408)
+    files: bool = True  # /translate_file on (LibreTranslate: --disable-files-translation)
+    file_limit: int = 10 * 1024 * 1024  # bytes of one uploaded document
+    file_chars: int = 200_000  # characters to translate in one document (-1: no limit)
+    file_timeout: float = 600.0  # seconds one document may take to translate (then 503)
 
 
 def _limit(value: int, limit: int) -> bool:
@@ -46,12 +53,15 @@ class Service:
         languages: Languages,
         settings: Settings,
         keys: KeyRing | None = None,
+        files: FileStore | None = None,
     ) -> None:
         self.batcher = batcher
         self.languages = languages
         self.settings = settings
         self.keys = keys
         self.limiter = RateLimiter()
+        # where translated documents wait for their download (None: files are off)
+        self.files = None if not settings.files else files or FileStore()
 
     # ------------------------------------------------------------------ access
     def check_access(self, fields: dict[str, Any], client: str) -> None:
@@ -266,6 +276,56 @@ class Service:
                     raise ApiError(400, f"Invalid request: {exc}") from None
         return item
 
+    # ------------------------------------------------------------------ /translate_file
+    async def translate_file(
+        self, fields: dict[str, Any], upload: tuple[str, bytes] | None, client: str
+    ) -> str:
+        """Translate an uploaded document (:mod:`attenzione.documents`) and store the
+        result; the name to download it by (``/download_file/NAME``)."""
+        s = self.settings
+        if self.files is None:
+            raise ApiError(403, "Files translation are disabled on this server.")
+        self.check_access(fields, client)
+        if upload is None:
+            raise ApiError(400, "Invalid request: missing file parameter")
+        filename, data = upload
+        try:
+            doc = read_document(data, filename)
+        except DocumentError as exc:
+            raise ApiError(400, f"Invalid request: {exc}") from None
+        chars = sum(len(t) for t in doc.segments)
+        if _limit(chars, s.file_chars):
+            raise ApiError(
+                400,
+                f"Invalid request: the document has {chars} characters to translate, "
+                f"more than this server's limit of {s.file_chars}",
+            )
+        sample = MARKUP_TAG.sub(" ", " ".join(doc.segments)[:4000])
+        self._source(fields, [sample])
+        decoding = Decoding(beam=s.beam, n_best=1)
+        translations: list[str] = []
+        step = max(1, min(s.batch_limit if s.batch_limit != -1 else 100, 100))
+        try:
+            async with asyncio.timeout(s.file_timeout):
+                # a chunk at a time, so that texts sent meanwhile are not stuck behind it
+                for at in range(0, len(doc.segments), step):
+                    futures = self.batcher.submit(doc.segments[at : at + step], decoding)
+                    for f in futures:
+                        translations.append((await asyncio.wrap_future(f)).candidates[0].text)
+        except TimeoutError:
+            raise ApiError(
+                503, f"The document took longer than {s.file_timeout:g} s to translate"
+            ) from None
+        except QueueFull as exc:
+            raise ApiError(503, str(exc), {"Retry-After": "1"}) from None
+        except Stopped as exc:
+            raise ApiError(503, str(exc)) from None
+        try:
+            out = doc.write(translations)
+        except (DocumentError, ValueError) as exc:
+            raise ApiError(500, f"Cannot write the translated document: {exc}") from None
+        return self.files.put(out, filename)
+
     # ------------------------------------------------------------------ the rest
     def detect(self, fields: dict[str, Any], client: str) -> list[dict[str, Any]]:
         self.check_access(fields, client)
@@ -287,8 +347,8 @@ class Service:
             "apiKeys": self.keys is not None,
             "keyRequired": self.keys is not None,
             "suggestions": False,
-            "filesTranslation": False,
-            "supportedFilesFormat": [],
+            "filesTranslation": self.files is not None,
+            "supportedFilesFormat": sorted(FORMATS) if self.files is not None else [],
             "language": {
                 "source": {"code": src, "name": language_name(src)},
                 "target": {"code": tgt, "name": language_name(tgt)},

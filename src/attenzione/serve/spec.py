@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from attenzione.documents import FORMATS
+
 if TYPE_CHECKING:
     from attenzione.serve.service import Service
 
@@ -32,6 +34,7 @@ _ERRORS = {
     "500": "Translation error",
     "503": "The translation queue is full (retry shortly) or the server is stopping",
 }
+_BINARY = {"type": "string", "format": "binary"}
 _TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 # As LibreTranslate (`if not q`: 400 "missing q"), an empty q or an empty list is refused;
 # an empty text inside a list is fine (its translation is "").
@@ -211,6 +214,72 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                             "The server's languages, most likely first (confidence 0–100)",
                         ),
                         **_errors("400", "403", "408", "413", "429"),
+                    },
+                }
+            },
+            "/translate_file": {
+                "post": {
+                    "summary": "Translate a document, keeping its formatting",
+                    "description": "Multipart upload of one `file` ("
+                    + ", ".join(sorted(FORMATS))
+                    + "); bold, italic and links are kept. The answer names where to download "
+                    "the translation; it is removed after a while. 403 when the server has "
+                    "files turned off (`/frontend/settings`: `filesTranslation`).",
+                    "operationId": "translateFile",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "multipart/form-data": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "file": {"type": "string", "format": "binary"},
+                                        "source": fields["source"],
+                                        "target": fields["target"],
+                                        "api_key": fields["api_key"],
+                                    },
+                                    "required": ["file", "source", "target"],
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {"translatedFileUrl": {"type": "string"}},
+                                "required": ["translatedFileUrl"],
+                            },
+                            "Where to download the translated document",
+                        ),
+                        **_errors("400", "403", "408", "413", "429", "500", "503"),
+                    },
+                }
+            },
+            "/download_file/{name}": {
+                "get": {
+                    "summary": "A translated document, by the name /translate_file gave",
+                    "operationId": "downloadFile",
+                    "parameters": [
+                        {
+                            "name": "name",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "The translated document",
+                            "content": {
+                                "application/octet-stream": {
+                                    "schema": {"type": "string", "format": "binary"}
+                                }
+                            },
+                        },
+                        "404": _json(
+                            {"$ref": "#/components/schemas/Error"}, "No such file (or removed)"
+                        ),
                     },
                 }
             },

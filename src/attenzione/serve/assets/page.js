@@ -1,15 +1,33 @@
 // attenzione serve: translate as you type, show the alternatives, the confidence and the
 // attention of each sentence. Talks only to the server that served it (same origin).
+//
+// Two kinds of request, both POST /translate:
+//  - the text, without attention: the answer stays small and quick however long the text;
+//  - the one sentence the viewer shows, alone, with every map (attention_all), when it is
+//    shown. The service cuts a text into sentences and translates each on its own, with the
+//    same decoding (same beam, same n-best), so the sentence alone gets the same translation
+//    it got inside the text. Its maps are kept per sentence text: selecting it again, or
+//    typing on after it, asks nothing.
+// Whatever is on screen belongs to the text in the box: a change of the text (or of the key)
+// clears the answer at once and aborts the requests made for the old text; an answer that
+// still arrives for an older text is dropped (sequence numbers), never drawn.
 (function () {
   "use strict";
 
   const SETTINGS = JSON.parse(document.getElementById("page-settings").textContent);
   const $ = (sel) => document.querySelector(sel);
   const input = $("#input");
-  let seq = 0;          // the latest request; older answers are ignored
+  const LIMIT = Number(SETTINGS.charLimit);  // -1: no limit
+  const ALTERNATIVES = 3;
+  const CACHE_SIZE = 64;  // sentences whose maps are kept (~100 kB each)
+  let seq = 0;          // the text now in the box; answers for an older one are dropped
   let timer = null;
-  let answer = null;    // the latest successful answer
+  let pending = null;   // AbortController of the text's request
+  let answer = null;    // the answer for the text now in the box
   let selected = 0;     // the sentence shown in the viewer
+  let attSeq = 0;       // the viewer's latest request; older ones are dropped
+  let attPending = null;
+  const maps = new Map();  // sentence text → its attention payload (null: none to show)
 
   if (SETTINGS.keyRequired) document.body.classList.add("key-required");
   $("#lang-pair").textContent = `${SETTINGS.language.source.name} → ${SETTINGS.language.target.name}`;
@@ -33,51 +51,102 @@
     return box;
   }
 
-  function setState(name) { document.body.dataset.state = name; }
-
-  function schedule() {
-    clearTimeout(timer);
-    timer = setTimeout(translate, Math.max(150, SETTINGS.frontendTimeout || 500));
+  // ---------------------------------------------------------------- state shown
+  // body[data-state]: idle (empty box) · waiting (typing) · translating · done · error;
+  // body[data-attention]: "" · loading · done · none (nothing to show) · error.
+  function setState(name) {
+    document.body.dataset.state = name;
+    const busy = name === "waiting" || name === "translating";
+    $("#output").setAttribute("aria-busy", String(busy));
+    $("#busy").textContent = busy ? "Translating…" : "";
+    $("#busy").classList.toggle("on", busy);
+  }
+  function setAttention(name, note) {
+    document.body.dataset.attention = name;
+    $("#viewer-section").setAttribute("aria-busy", String(name === "loading"));
+    $("#attention-note").textContent = note || "";
+    $("#attention-note").classList.toggle("loading", name === "loading");
+  }
+  function counter() {
+    const n = input.value.length;  // UTF-16 units, as maxlength counts: never above the server's count
+    $("#counter").textContent = LIMIT > 0 ? `${n} / ${LIMIT}` : `${n}`;
+    $("#counter").classList.toggle("full", LIMIT > 0 && n >= LIMIT);
   }
 
-  async function translate() {
-    const text = input.value;
-    const mine = ++seq;
-    if (!text.trim()) { clear(); return; }
-    setState("translating");
-    $("#error").textContent = "";
-    const body = {
-      q: text, source: SETTINGS.language.source.code, target: SETTINGS.language.target.code,
-      format: "text", alternatives: 3, scores: true, attention: true, attention_all: true,
-    };
-    const key = $("#api-key").value.trim();
-    if (key) body.api_key = key;
-    let res, data;
-    try {
-      res = await fetch("translate", {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-      });
-      data = await res.json();
-    } catch (e) {
-      if (mine === seq) { $("#error").textContent = `The server did not answer: ${e}`; setState("error"); }
-      return;
-    }
-    if (mine !== seq) return;  // a newer request is on its way
-    if (!res.ok) { $("#error").textContent = data.error || `error ${res.status}`; setState("error"); return; }
-    answer = data;
-    selected = 0;
-    show();
-    setState("done");
-  }
-
-  function clear() {
+  // Everything drawn for a text: the translation, its alternatives, sentences and attention.
+  function clearAnswer() {
     answer = null;
     $("#output").textContent = "";
     $("#meta-conf").innerHTML = "";
     $("#alternatives").innerHTML = "";
+    $("#alternatives-label").hidden = true;
     $("#sentences").innerHTML = "";
+    clearViewer();
+  }
+  function clearViewer() {
+    attSeq++;
+    if (attPending) attPending.abort();
+    attPending = null;
     $("#viewer-section").hidden = true;
-    setState("idle");
+    setAttention("");
+  }
+  function fail(message) {
+    clearAnswer();
+    $("#error").textContent = message;
+    setState("error");
+  }
+
+  // ---------------------------------------------------------------- requests
+  // POST /translate; resolves to {ok, status, data}, rejects on a network error or abort.
+  async function post(fields, signal) {
+    const body = {
+      source: SETTINGS.language.source.code, target: SETTINGS.language.target.code,
+      format: "text", ...fields,
+    };
+    const key = $("#api-key").value.trim();
+    if (key) body.api_key = key;
+    const res = await fetch("translate", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
+    });
+    let data;
+    try { data = await res.json(); } catch (e) { data = {}; }
+    return { ok: res.ok, status: res.status, data: data || {} };
+  }
+  const message = (r) => (r.data && r.data.error) || `The server answered ${r.status}.`;
+
+  // The text changed (or the key): nothing on screen belongs to it any more.
+  function changed() {
+    seq++;
+    clearTimeout(timer);
+    if (pending) pending.abort();
+    pending = null;
+    clearAnswer();
+    $("#error").textContent = "";
+    counter();
+    if (!input.value.trim()) { setState("idle"); return; }
+    setState("waiting");
+    timer = setTimeout(translate, Math.max(150, SETTINGS.frontendTimeout || 500));
+  }
+
+  async function translate() {
+    const mine = seq;
+    const ctrl = new AbortController();
+    pending = ctrl;
+    setState("translating");
+    let r;
+    try {
+      r = await post({ q: input.value, alternatives: ALTERNATIVES, scores: true }, ctrl.signal);
+    } catch (e) {
+      if (mine === seq) fail(`The server did not answer: ${e.message || e}`);
+      return;
+    }
+    if (mine !== seq) return;  // the text changed meanwhile
+    pending = null;
+    if (!r.ok) { fail(message(r)); return; }
+    answer = r.data;
+    show();
+    setState("done");
+    select(0);
   }
 
   function show() {
@@ -98,30 +167,69 @@
     const table = $("#sentences");
     table.innerHTML = "";
     scores.sentences.forEach((s, i) => {
-      const tr = el("tr", { "data-i": i });
+      const tr = el("tr", { "data-i": i, tabindex: "0", "aria-selected": "false" });
       tr.appendChild(el("td", {}, s.source));
       tr.appendChild(el("td", {}, s.translation));
       const td = el("td");
       td.appendChild(confidence(s.confidence));
       tr.appendChild(td);
-      tr.addEventListener("click", () => { selected = i; view(); });
+      tr.addEventListener("click", () => select(i));
+      tr.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(i); }
+      });
       table.appendChild(tr);
     });
-    view();
   }
 
-  function view() {
-    const att = (answer.attention || [])[selected];
-    document.querySelectorAll("#sentences tr").forEach((tr, i) => tr.classList.toggle("on", i === selected));
-    $("#viewer-section").hidden = !att;
-    if (!att) return;
+  // ---------------------------------------------------------------- the viewer
+  async function select(i) {
+    if (!answer) return;
+    selected = i;
+    document.querySelectorAll("#sentences tr").forEach((tr, n) => {
+      tr.classList.toggle("on", n === i);
+      tr.setAttribute("aria-selected", String(n === i));
+    });
+    const sentence = answer.scores.sentences[i];
+    clearViewer();
+    if (!sentence) return;
+    if (maps.has(sentence.source)) { draw(maps.get(sentence.source)); return; }
+    const mine = attSeq;
+    const ctrl = new AbortController();
+    attPending = ctrl;
+    setAttention("loading", `Loading the attention of sentence ${i + 1}…`);
+    let r;
+    try {
+      // The same decoding as the text's request (beam and n-best), so the same translation.
+      r = await post({ q: sentence.source, alternatives: ALTERNATIVES, attention_all: true }, ctrl.signal);
+    } catch (e) {
+      if (mine === attSeq) setAttention("error", `The server did not answer: ${e.message || e}`);
+      return;
+    }
+    if (mine !== attSeq) return;  // another sentence, or another text, was chosen meanwhile
+    attPending = null;
+    if (!r.ok) { setAttention("error", `No attention: ${message(r)}`); return; }
+    const att = (r.data.attention || [])[0] || null;
+    if (maps.size >= CACHE_SIZE) maps.delete(maps.keys().next().value);  // the oldest
+    maps.set(sentence.source, att);
+    draw(att);
+  }
+
+  function draw(att) {
+    if (!att || !att.maps) {
+      setAttention("none", "This sentence has no attention to show (blank, or too long to show).");
+      return;
+    }
+    $("#viewer-section").hidden = false;
     window.attenzioneViewer.mount(att.maps, { lastLayer: true });
     const pairs = att.alignment.pairs.map(([s, t]) => `${att.alignment.target_words[t]}→${att.alignment.source_words[s]}`);
     $("#alignment").textContent = pairs.join("  ·  ");
+    setAttention("done");
   }
 
-  input.addEventListener("input", schedule);
-  $("#api-key").addEventListener("change", schedule);
+  input.addEventListener("input", changed);
+  $("#api-key").addEventListener("change", changed);
+  counter();
   setState("idle");
-  if (input.value.trim()) schedule();
+  setAttention("");
+  if (input.value.trim()) changed();
 })();

@@ -228,6 +228,24 @@ def test_a_pictograph_inside_a_sentence_is_a_point_after_the_word_before_it(
     assert len(stretches("see <b>this</b> 😊 now", ctx)) == 3
 
 
+def test_web_and_mail_addresses_are_carried_whole(ctx: Context) -> None:
+    url = "https://www.example.com/museum/tickets?id=1&x=y"
+    # at a sentence's end: cut, the sentence's full stop after it carried too
+    assert _cut(f"See {url}.", ctx) == [("", "See", True), (" ", url, False), ("", ".", False)]
+    assert _cut("Write to info@example.org, please", ctx, inline=False)[1] == (
+        " ",
+        "info@example.org",
+        False,
+    )
+    # inside a sentence it is a point: the sentence stays whole
+    (s,) = stretches(f"Visit {url} for details.", ctx)
+    assert s.text == "Visit for details." and s.tags[1].text == f" {url}"
+    # brackets around an address go with it; an address inside a word is no address
+    (s,) = stretches("The project (www.example.org) is new.", ctx)
+    assert s.tags[1].text == " (www.example.org)"
+    assert _cut("xhttps://example.com", ctx) == [("", "xhttps://example.com", True)]
+
+
 def test_carry_cuts_a_line_around_tags_that_are_not_inline_pairs(ctx: Context) -> None:
     # a lone tag, a block tag and a pair with a cut inside are carried; "a < b" is no tag
     assert _cut('see <a href="x.html">the cat.<br/>the dog', ctx) == [

@@ -71,6 +71,17 @@ NAMES = {
     "Gdańsk and GDAŃSK are the same city.": ["Gdańsk", "GDAŃSK"],  # each as written
     unicodedata.normalize("NFD", "I live in Gdańsk and Łódź."): ["Gdańsk", "Łódź"],
 }
+# a line with web or mail addresses, and the addresses
+ADDRESSES = {
+    "Visit https://www.example.com/museum/tickets for details.": [
+        "https://www.example.com/museum/tickets"
+    ],
+    "Write to info@example.org if you have questions.": ["info@example.org"],
+    "The project (www.example.org) is new, see www.example.org/news.": [
+        "(www.example.org)",
+        "www.example.org/news",
+    ],
+}
 APOSTROPHES = ["I don\u2019t know what it\u2019s about.", "I don't know what it's about."]
 BYTES = ["Invoice № 42 is paid."]
 
@@ -85,6 +96,7 @@ LINES = list(
             *CASED,
             *CASED.values(),
             *NAMES,
+            *ADDRESSES,
             *APOSTROPHES,
             *BYTES,
         ]
@@ -181,6 +193,15 @@ def test_emoji_are_carried_exactly_once_where_they_stood(out: dict[str, Translat
     # the cat stands between the two stretches it cut
     pasta = out["I love 🐱 and pasta."].text
     assert not pasta.startswith("🐱") and not pasta.endswith("🐱"), pasta
+
+
+def test_web_and_mail_addresses_are_written_exactly(out: dict[str, Translation]) -> None:
+    for line, addresses in ADDRESSES.items():
+        text = out[line].text
+        for address in addresses:
+            assert text.count(address) == line.count(address), (line, text)
+        # carried inside the sentence, which was read whole
+        assert out[line].candidates[0].pieces == 1, (line, text)
 
 
 def test_a_line_in_capitals_comes_back_in_capitals(out: dict[str, Translation]) -> None:

@@ -8,6 +8,7 @@ so that a translator that handles it keeps its plain score:
 * ``capitals``: both sides in upper case ("WHERE IS THE STATION?");
 * ``emoji after`` / ``emoji before``: " 😊" appended to both, "👍 " put before both;
 * ``emoji inside``: "🍕" after the first word of both ("I 🍕 haven't checked…");
+* ``address inside``: "(https://www.example.com/help)" after the first word of both;
 * ``curly apostrophes``: the English ' written ’ (the reference kept as it is);
 * ``title case``: the English in title case ("I Haven't Checked the Doors Yet."), the
   reference as it is;
@@ -36,6 +37,7 @@ from attenzione.translator import Translator
 Change = Callable[[str, str], tuple[str, str]]
 _TOM = re.compile(r"\bTom\b")
 _TAG = re.compile(r"</?[a-z]+>")
+_URL = "(https://www.example.com/help)"
 _MINOR = {"a", "an", "the", "and", "but", "or", "for", "as", "at", "by", "in", "of", "on", "to"}
 
 
@@ -57,6 +59,7 @@ VARIANTS: dict[str, Change] = {
     "emoji after": lambda en, it: (en + " 😊", it + " 😊"),
     "emoji before": lambda en, it: ("👍 " + en, "👍 " + it),
     "emoji inside": lambda en, it: (_after_first(en, "🍕"), _after_first(it, "🍕")),
+    "address inside": lambda en, it: (_after_first(en, _URL), _after_first(it, _URL)),
     "curly apostrophes": lambda en, it: (en.replace("'", "\u2019"), it),
     "title case": lambda en, it: (_title(en), it),
     "in a paragraph tag": lambda en, it: (f"<p>{en}</p>", f"<p>{it}</p>"),
@@ -81,6 +84,8 @@ def carried(variant: str, hyps: list[str], sources: list[str]) -> dict[str, int]
         return {"all in capitals": sum(h == h.upper() for h in hyps)}
     if variant == "emoji after":
         return {"emoji kept in place": sum(h.count("😊") == 1 and h.endswith("😊") for h in hyps)}
+    if variant == "address inside":
+        return {"address kept once": sum(h.count(_URL) == 1 for h in hyps)}
     if variant == "emoji inside":
         return {"emoji kept once": sum(h.count("🍕") == 1 for h in hyps)}
     if variant == "emoji before":

@@ -1,11 +1,19 @@
 """Step ``carry``: what the model cannot translate is carried over where it stands.
 
-Markup tags (``<b>``, ``</b>``, ``<a href="…">``: :data:`MARKUP_TAG`), runs of pictographs
-the source vocabulary can only spell in bytes (emoji, stars, dingbats:
-:meth:`Context.carries`, with the joiners between them) and any stretch without a letter or
-digit ("!" after an emoji) are cut out of the line and written back unchanged; the text
-between them is translated. The model has hardly seen them: it turned "🍕" into invented
-words and "<b>Tom</b> is here" into "<b>Tom-t> è qui".
+Markup tags (``<b>``, ``</b>``, ``<a href="…">``: :data:`MARKUP_TAG`), web and mail
+addresses (:data:`ADDRESS`), runs of pictographs the source vocabulary can only spell in
+bytes (emoji, stars, dingbats: :meth:`Context.carries`, with the joiners between them) and
+any stretch without a letter or digit ("!" after an emoji) are cut out of the line and
+written back unchanged; the text between them is translated. The model has hardly seen
+them: it turned "🍕" into invented words, "<b>Tom</b> is here" into "<b>Tom-t> è qui" and
+"example.com" into "esempio.com".
+
+With the ``inline-tags`` step on, an address or a run of pictographs inside a sentence —
+after a word or a comma, before a lower-case letter: "I had bread 🍞 and the coffee", "see
+https://x.org for more" — does not cut it either (cut, its halves were translated apart,
+"e il caffè"): it becomes a *point*, a pair of tags around the word before it whose opening
+tag is empty and whose closing tag is the carried text, so the sentence is translated whole
+and the point lands after the translation of that word, placed by attention.
 
 When the ``inline-tags`` step is on, a pair of inline tags around some words of a stretch
 (``Click <b>Save</b> now``: :func:`attenzione.markup.inline_pairs`) does not cut it: the pair
@@ -29,6 +37,11 @@ from attenzione.pipeline.base import Context, Segment, Step
 # A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
 # translated. The service's format=html reads the tags it parses the same way.
 MARKUP_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]{0,200})?/?>")
+
+# A web or mail address ("https://example.com/a?b=1", "www.debian.org", "info@example.org"),
+# starting a word; the punctuation that ends a sentence after it is not part of it.
+ADDRESS = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_ADDRESS_END = re.compile(r"[.,;:!?'\")\]]+$")
 
 # Characters that join an emoji sequence: zero-width joiner, variation selectors, the keycap
 # and the tag characters of subdivision flags. Carried with the pictographs they join.
@@ -63,9 +76,17 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
     i = 0
     while i < len(text):
         tag = MARKUP_TAG.match(text, i)
+        address = ADDRESS.match(text, i) if i == 0 or not text[i - 1].isalnum() else None
         if tag:
             items.append(("tag", tag.group(0)))
             i = tag.end()
+        elif address and (found := _ADDRESS_END.sub("", address.group(0))):
+            i += len(found)
+            if items and items[-1] == ("char", "(") and text[i : i + 1] == ")":
+                items.pop()  # "(https://x.org)" is carried whole, brackets and all
+                found = f"({found})"
+                i += 1
+            items.append(("cut", found))  # the model would translate it ("esempio.com")
         elif ctx.carries(text[i]) or text[i + 1 : i + 2] in ("\ufe0f", "\u20e3"):
             # a pictograph, or a character shown as an emoji ("©️", the keycap "1️⃣")
             j = i + 1
@@ -175,11 +196,11 @@ def stretches(text: str, ctx: Context, *, inline: bool = True) -> list[Stretch]:
 
 
 def _mark_points(items: list[tuple[str, str]]) -> None:
-    """Turn each carried run of pictographs that stands inside a sentence into a point.
+    """Turn each carried run of pictographs or address inside a sentence into a point.
 
     Inside a sentence: after a letter, digit or comma and before a lower-case letter (spaces
     between), with no tag in the way — "and 🍕 the coffee", not "Thanks! 😊 See you". A
-    point does not cut its stretch: the sentence is translated whole, and the pictograph is
+    point does not cut its stretch: the sentence is translated whole, and what it carries is
     placed after the translation of the word before it, by attention, as an inline pair is.
     """
     for k, (kind, _) in enumerate(items):

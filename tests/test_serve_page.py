@@ -4,13 +4,19 @@ The page translates the text without attention and asks for the attention of the
 sentence the viewer shows; what it asks is seen by wrapping ``window.fetch`` (``SPY``), which
 can also hold requests back, to see the page while it waits and to make answers arrive late.
 
-Set ``ATTENZIONE_SCREENSHOTS=docs`` to save ``page-desktop.png`` (1280×800) and
-``page-phone.png`` (390×844) into that folder (docs/service.md shows them).
+A document goes through the page's "Translate a file" section as a user would send it:
+chosen in the file input, translated, fetched back by its download link and opened.
+
+Set ``ATTENZIONE_SCREENSHOTS=docs`` to save ``page-desktop.png`` (1280×800),
+``page-phone.png`` (390×844) and ``page-file.png`` (1280×800) into that folder
+(docs/service.md shows them).
 """
 
 from __future__ import annotations
 
+import io
 import os
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,21 @@ window.__release = (q) => {
 };
 """
 SENTENCE = "The cat is sleeping on the sofa."
+# While window.__holdFiles is true, holds the page's uploads back until window.__releaseFiles();
+# window.__files counts the uploads made and those settled (answered, failed or aborted).
+FILE_HOLD = """
+window.__holdFiles = false; window.__fileHeld = []; window.__files = {made: 0, settled: 0};
+const fileFetch = window.fetch;
+window.fetch = async function (url, init) {
+  if (!String(url).includes("translate_file")) return fileFetch.call(this, url, init);
+  window.__files.made++;
+  try {
+    if (window.__holdFiles) await new Promise((go) => window.__fileHeld.push(go));
+    return await fileFetch.call(this, url, init);
+  } finally { window.__files.settled++; }
+};
+window.__releaseFiles = () => { window.__fileHeld.forEach((go) => go()); window.__fileHeld = []; };
+"""
 
 
 @pytest.fixture(scope="module")
@@ -366,14 +387,198 @@ def test_page_fits_a_phone(server: Server) -> None:
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sentences tr")) == 2)
         wait.until(lambda d: body.get_attribute("data-attention") == "done")
         assert overflow(driver) == (390, 390, 390), "two sentences"
+        # the file section: shown, and every part of it within the screen
+        for part in ("file-translation", "file-input", "file-translate", "file-status"):
+            rect = driver.find_element(By.ID, part).rect
+            assert rect["x"] >= 0 and rect["x"] + rect["width"] <= 390, part
+        assert driver.find_element(By.ID, "file-input").is_displayed()
         screenshot(driver, "page-phone.png", 390, 844, mobile=True)
+    finally:
+        driver.quit()
+
+
+def download(url: str) -> tuple[str, bytes]:
+    """GET a translated file: (its Content-Disposition, its bytes)."""
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return r.headers.get("Content-Disposition", ""), r.read()
+
+
+def bold_docx() -> bytes:
+    """ "The **old** house has a big garden." as a .docx (python-docx)."""
+    import docx
+
+    d = docx.Document()
+    p = d.add_paragraph("The ")
+    p.add_run("old").bold = True
+    p.add_run(" house has a big garden.")
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.timeout(300)
+def test_a_file_is_translated_and_downloaded_from_the_page(server: Server, tmp_path: Path) -> None:
+    import docx
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    notes = tmp_path / "notes.txt"
+    lines = ["The cat is sleeping on the sofa.", "I am hungry.", "The house has a big garden."]
+    notes.write_text("\n".join(lines) + "\n", "utf-8")
+    report = tmp_path / "report.docx"
+    report.write_bytes(bold_docx())
+    pdf = tmp_path / "notes.pdf"
+    pdf.write_bytes(b"%PDF-1.4 not translatable here")
+    with httpx.Client(timeout=60) as http:
+        settings = http.get(server.url + "/frontend/settings").json()
+        refusal = http.post(
+            server.url + "/translate_file",
+            files={"file": ("notes.pdf", pdf.read_bytes())},
+            data={"source": "en", "target": "it"},
+        )
+    assert settings["filesTranslation"] and refusal.status_code == 400
+
+    driver = chrome()
+    wait = WebDriverWait(driver, 180)
+    try:
+        driver.get(server.url + "/")
+        driver.execute_script(FILE_HOLD)
+        section = driver.find_element(By.ID, "file-translation")
+        chooser = driver.find_element(By.ID, "file-input")
+        button = driver.find_element(By.ID, "file-translate")
+        status = driver.find_element(By.ID, "file-status")
+
+        def state() -> str:
+            return str(section.get_attribute("data-state"))
+
+        def links() -> list[Any]:
+            return list(driver.find_elements(By.CSS_SELECTOR, "#file-translation a"))
+
+        # the section: a labelled chooser of the server's formats, a button, a status line
+        assert section.is_displayed() and state() == "idle"
+        assert section.find_element(By.TAG_NAME, "h2").text == "Translate a file"
+        assert driver.find_element(By.CSS_SELECTOR, "label[for=file-input]").text
+        assert chooser.get_attribute("accept") == ",".join(settings["supportedFilesFormat"])
+        assert status.get_attribute("role") == "status" and status.text == ""
+        assert not button.is_enabled() and not links()
+        # a .txt: busy while it is on its way, then a link to the translation
+        chooser.send_keys(str(notes))
+        assert state() == "ready" and button.is_enabled()
+        driver.execute_script("window.__holdFiles = true")
+        button.click()
+        wait.until(lambda d: d.execute_script("return window.__fileHeld.length") == 1)
+        assert state() == "busy" and section.get_attribute("aria-busy") == "true"
+        assert status.text == "Translating notes.txt…" and not button.is_enabled()
+        driver.execute_script("window.__holdFiles = false; window.__releaseFiles()")
+        wait.until(lambda d: state() == "done")
+        assert section.get_attribute("aria-busy") == "false" and button.is_enabled()
+        (link,) = links()
+        assert link.get_attribute("download") == "notes.txt" and "notes.txt" in link.text
+        href = str(link.get_attribute("href"))
+        assert href.startswith(server.url + "/download_file/") and href.endswith(".notes.txt")
+        disposition, data = download(href)
+        assert "attachment" in disposition and "notes.txt" in disposition
+        got = data.decode("utf-8").splitlines()
+        assert len(got) == len(lines) and all(g and g != s for g, s in zip(got, lines, strict=True))
+        words = set(" ".join(got).lower().replace(".", " ").split())
+        assert words & {"gatto", "fame", "casa", "giardino"}, got
+        # another file: the old link goes at once; a .docx comes back with its bold
+        chooser.send_keys(str(report))
+        assert state() == "ready" and status.text == "" and not links()
+        button.click()
+        wait.until(lambda d: state() == "done")
+        (link,) = links()
+        assert link.get_attribute("download") == "report.docx"
+        _, data = download(str(link.get_attribute("href")))
+        (par,) = docx.Document(io.BytesIO(data)).paragraphs
+        assert par.text != "The old house has a big garden." and "casa" in par.text, par.text
+        (bold,) = [r.text for r in par.runs if r.bold]
+        assert bold.strip() and bold.strip() != "old", par.text
+        screenshot(driver, "page-file.png", 1280, 800, mobile=False)
+        # an unsupported file: the server's own message, and no link
+        chooser.send_keys(str(pdf))
+        assert not links() and status.text == ""
+        button.click()
+        wait.until(lambda d: state() == "error")
+        assert status.text == refusal.json()["error"] and ".docx" in status.text
+        assert status.is_displayed() and not links()
+        # a file chosen while the last one is on its way: the old answer is never shown
+        chooser.send_keys(str(notes))
+        driver.execute_script("window.__holdFiles = true")
+        button.click()
+        wait.until(lambda d: d.execute_script("return window.__fileHeld.length") == 1)
+        chooser.send_keys(str(report))
+        assert state() == "ready" and status.text == ""
+        driver.execute_script("window.__holdFiles = false; window.__releaseFiles()")
+        files = "return window.__files.made === window.__files.settled"
+        wait.until(lambda d: d.execute_script(files))
+        assert state() == "ready" and status.text == "" and not links()
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert [e for e in errors if "translate_file" not in e["message"]] == [], errors
+    finally:
+        driver.quit()
+
+
+@pytest.mark.timeout(300)
+def test_a_file_upload_sends_the_key_field(strict_server: Server, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    notes = tmp_path / "hungry.txt"
+    notes.write_text("I am hungry.\n", "utf-8")
+    driver = chrome()
+    wait = WebDriverWait(driver, 180)
+    try:
+        driver.get(strict_server.url + "/")
+        section = driver.find_element(By.ID, "file-translation")
+        status = driver.find_element(By.ID, "file-status")
+        driver.find_element(By.ID, "file-input").send_keys(str(notes))
+        # no key: the server asks for one
+        driver.find_element(By.ID, "file-translate").click()
+        wait.until(lambda d: section.get_attribute("data-state") == "error")
+        assert "API key" in status.text
+        # the key field's key goes with the upload
+        driver.find_element(By.ID, "api-key").send_keys("right-key", Keys.TAB)
+        driver.find_element(By.ID, "file-translate").click()
+        wait.until(lambda d: section.get_attribute("data-state") == "done")
+        (link,) = driver.find_elements(By.CSS_SELECTOR, "#file-translation a")
+        _, data = download(str(link.get_attribute("href")))
+        assert data.decode("utf-8").strip() not in ("", "I am hungry.")
+    finally:
+        driver.quit()
+
+
+def test_the_file_section_is_shown_only_when_the_server_translates_files(
+    server: Server, tmp_path: Path
+) -> None:
+    """The page as a server with ``--no-files`` would send it (its settings say so)."""
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    from attenzione.serve.page import page_html
+
+    with urllib.request.urlopen(server.url + "/frontend/settings", timeout=30) as r:
+        settings = json.loads(r.read())
+    driver = chrome()
+    try:
+        for files in (True, False):
+            formats = settings["supportedFilesFormat"] if files else []
+            page = tmp_path / f"page-{files}.html"
+            page_settings = {**settings, "filesTranslation": files, "supportedFilesFormat": formats}
+            page.write_text(page_html(page_settings), "utf-8")
+            driver.get(page.as_uri())
+            section = driver.find_element(By.ID, "file-translation")
+            assert section.is_displayed() == files
+            assert driver.find_element(By.ID, "input").is_displayed()  # the rest is there
     finally:
         driver.quit()
 
 
 def test_page_and_docs_load_nothing_from_the_network(server: Server) -> None:
     import re
-    import urllib.request
 
     for path in ("/", "/docs"):
         with urllib.request.urlopen(server.url + path, timeout=30) as r:

@@ -6,8 +6,10 @@ JavaScript (``viz/assets``), mounted again for each sentence shown, plus a small
 ``frontendTimeout``), lists the sentences with their confidence and the alternatives, and
 shows the chosen sentence's attention. The text is translated without attention (every map
 of every layer and head is ~100 kB a sentence); the viewer asks for the one sentence it shows
-and keeps what it got. Everything is inlined; the only requests the page makes go to the
-server that served it.
+and keeps what it got. When the server translates documents (``filesTranslation`` in the
+settings), a "Translate a file" section below the attention viewer sends the chosen file to
+``/translate_file`` and links the translation (``/download_file/…``). Everything is inlined;
+the only requests the page makes go to the server that served it.
 
 ``/docs`` is Swagger UI from the ``swagger-ui-bundle`` package, its two files served by this
 server (``/docs/assets/…``); without that package, a plain page points to ``/spec``.
@@ -54,7 +56,6 @@ _PAGE = """<!DOCTYPE html>
 <p id="alternatives-label" class="hint" hidden>Alternatives</p>
 <ol id="alternatives" aria-labelledby="alternatives-label"></ol>
 </main>
-<!-- A "Translate a file" section belongs here, below the text areas. -->
 <section id="analysis">
 <table id="sentences" aria-label="sentences"></table>
 <p id="attention-note" class="hint" role="status"></p>
@@ -77,6 +78,16 @@ Word alignment: <span id="alignment"></span></p>
 <div id="focus"></div>
 <div id="view"></div>
 </section>
+</section>
+<section id="file-translation" hidden aria-labelledby="file-heading" data-state="idle">
+<h2 id="file-heading">Translate a file</h2>
+<form id="file-form" class="file-row">
+  <label for="file-input">Document</label>
+  <input type="file" id="file-input" name="file" aria-describedby="file-formats">
+  <button type="submit" id="file-translate" disabled>Translate</button>
+</form>
+<p id="file-formats" class="hint"></p>
+<p id="file-status" role="status" aria-live="polite"></p>
 </section>
 <p class="hint"><b>Confidence</b> is the geometric mean of the probabilities the model gave
 each token it wrote (the mean log-probability per token, exponentiated): 100% means it had no

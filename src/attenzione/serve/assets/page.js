@@ -226,6 +226,83 @@
     setAttention("done");
   }
 
+  // ---------------------------------------------------------------- a file
+  // POST /translate_file: the chosen file as multipart (file, source, target and the key
+  // field's api_key, as the text's requests send it); the answer's translatedFileUrl becomes
+  // a download link named after the file. Choosing another file clears the old link or error
+  // and drops the answer still on its way for the old one (as typing does for the text).
+  // section[data-state]: idle (no file) · ready · busy · done · error.
+  const fileInput = $("#file-input");
+  let fileSeq = 0;
+  let filePending = null;
+
+  function fileState(name, text) {
+    const section = $("#file-translation");
+    section.dataset.state = name;
+    section.setAttribute("aria-busy", String(name === "busy"));
+    const status = $("#file-status");
+    status.textContent = text || "";
+    status.classList.toggle("busy", name === "busy");
+    status.classList.toggle("error", name === "error");
+    $("#file-translate").disabled = name === "busy" || !fileInput.files.length;
+  }
+  function fileChosen() {
+    fileSeq++;
+    if (filePending) filePending.abort();
+    filePending = null;
+    fileState(fileInput.files.length ? "ready" : "idle");
+  }
+  // The link goes to this server, relative to the page, as every request of the page does:
+  // behind a proxy the address the server sees may not be the one the browser used.
+  function downloadHref(url) {
+    const at = url.lastIndexOf("/download_file/");
+    return at < 0 ? url : url.slice(at + 1);
+  }
+
+  async function translateFile(event) {
+    event.preventDefault();
+    const file = fileInput.files[0];
+    if (!file) return;
+    const mine = ++fileSeq;
+    const ctrl = new AbortController();
+    if (filePending) filePending.abort();
+    filePending = ctrl;
+    const form = new FormData();
+    form.append("file", file, file.name);
+    form.append("source", SETTINGS.language.source.code);
+    form.append("target", SETTINGS.language.target.code);
+    const key = $("#api-key").value.trim();
+    if (key) form.append("api_key", key);
+    fileState("busy", `Translating ${file.name}…`);
+    let r;
+    try {
+      const res = await fetch("translate_file", { method: "POST", body: form, signal: ctrl.signal });
+      let data;
+      try { data = await res.json(); } catch (e) { data = {}; }
+      r = { ok: res.ok, status: res.status, data: data || {} };
+    } catch (e) {
+      if (mine === fileSeq) fileState("error", `The server did not answer: ${e.message || e}`);
+      return;
+    }
+    if (mine !== fileSeq) return;  // another file was chosen meanwhile
+    filePending = null;
+    if (!r.ok || typeof r.data.translatedFileUrl !== "string") { fileState("error", message(r)); return; }
+    fileState("done", `${file.name} in ${SETTINGS.language.target.name}: `);
+    const link = el("a", { id: "file-link", href: downloadHref(r.data.translatedFileUrl), download: file.name },
+      `download ${file.name}`);
+    $("#file-status").appendChild(link);
+  }
+
+  if (SETTINGS.filesTranslation) {
+    const formats = SETTINGS.supportedFilesFormat || [];
+    fileInput.setAttribute("accept", formats.join(","));
+    $("#file-formats").textContent = `${formats.join(", ")}: the text is translated, the layout kept.`;
+    $("#file-translation").hidden = false;
+    fileInput.addEventListener("change", fileChosen);
+    $("#file-form").addEventListener("submit", translateFile);
+    fileState(fileInput.files.length ? "ready" : "idle");  // a file kept over a reload
+  }
+
   input.addEventListener("input", changed);
   $("#api-key").addEventListener("change", changed);
   counter();

@@ -26,6 +26,7 @@ from typer.testing import CliRunner, Result
 
 from attenzione.cli import app
 from attenzione.documents import FORMATS, Document, DocumentError, read_document
+from attenzione.documents import base as documents_base
 from attenzione.translator import PRETRAINED_DIR
 from tiny_model import tiny_translator
 
@@ -363,6 +364,30 @@ def test_bad_documents_are_one_line_errors() -> None:
         read_document(b"one\ntwo\nthree\n", "a.txt", max_segments=2)
     with pytest.raises(ValueError, match="1 translations for 2 segments"):
         read_document(b"one\ntwo\n", "a.txt").write(["uno"])
+
+
+def test_broken_and_bomb_zips_and_form_feeds_are_handled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a zip whose end record is there but whose central directory is broken
+    broken = bytearray(make_docx())
+    at = broken.find(b"PK\x01\x02")
+    broken[at : at + 4] = b"XXXX"
+    for name in ("a.docx", "a.odt"):
+        one_line_error(bytes(broken), name, f"not a valid {name[1:]} file")
+    # a small zip that unpacks to more than the readers may hold in memory (the cap made
+    # 1 MiB here, so that the test need not build a 256 MiB string)
+    cap = 1024 * 1024
+    monkeypatch.setattr(documents_base, "MAX_UNPACKED", cap)
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<x/>")
+        z.writestr("content.xml", " " * (cap + 1))
+        z.writestr("word/document.xml", "<x/>")
+    assert len(bomb.getvalue()) < cap // 500
+    for name in ("a.docx", "a.odt"):
+        one_line_error(bomb.getvalue(), name, "unpacks to", str(cap))
+    # a form feed in a page is read as space, and the page can be written back
+    doc = read_document(b"<p>\x0cHello world</p>", "a.html")
+    assert doc.write([s.upper() for s in doc.segments]) == b"<p> HELLO WORLD</p>"
 
 
 def test_a_document_with_nothing_to_translate_comes_back_as_it_was() -> None:

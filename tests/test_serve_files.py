@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from attenzione.serve import Batcher, Languages, Service, Settings
-from attenzione.serve.files import FileStore, safe_name
+from attenzione.serve.files import NAME, FileStore, safe_name
 from attenzione.translator import Translator
 from serve_helpers import uvicorn_server
 from test_documents import TEXT_NS, add_link, make_odt, odt_paragraphs
@@ -155,7 +155,8 @@ def test_bad_files_are_one_line_errors(
     assert r.status_code == status, r.text
     message = r.json()["error"]
     assert needle in message and "\n" not in message and "Traceback" not in message
-    assert not any((tmp_path / "area").iterdir())  # nothing stored
+    area = tmp_path / "area"
+    assert not area.exists() or not any(area.iterdir())  # nothing stored
 
 
 def test_missing_file_languages_and_too_many_characters_are_400(
@@ -213,7 +214,44 @@ def test_downloads_never_reach_outside_the_area(tiny: Translator, tmp_path: Path
         assert (client.get(url)).status_code == 200
 
 
+def test_a_document_past_its_time_is_a_503_and_the_worker_goes_on(
+    tiny: Translator, tmp_path: Path
+) -> None:
+    """The timeout cancels the sentences still waiting; the worker drops them and lives."""
+    lines = b"".join(f"the cat is on the table {i}\n".encode() for i in range(300))
+    with _client(_service(tiny, tmp_path, file_timeout=0.001)) as client:
+        r = client.post("/translate_file", **_upload("long.txt", lines))
+        assert r.status_code == 503 and "longer than" in r.json()["error"]
+        after = client.post("/translate", json={"q": "the cat", "source": "en", "target": "it"})
+        assert after.status_code == 200, after.text
+        assert client.get("/health").json()["worker"]["failed_batches"] == 0
+
+
+def test_a_full_download_area_is_a_503(tiny: Translator, tmp_path: Path) -> None:
+    store = FileStore(tmp_path, ttl=600, max_bytes=100)
+    kept = store.put(b"x" * 95, "earlier.txt")  # the area holds 95 of its 100 bytes
+    service = Service(Batcher(tiny, max_queue=64), Languages("en", "it"), Settings(), None, store)
+    with _client(service) as client:
+        r = client.post("/translate_file", **_upload("b.txt", b"the dog is in the house\n"))
+        assert r.status_code == 503 and "full" in r.json()["error"], r.text
+        assert r.headers["retry-after"]
+        assert client.get(f"/download_file/{kept}").content == b"x" * 95
+    assert [p.name for p in tmp_path.iterdir()] == [kept]
+
+
+def test_a_service_makes_no_directory_until_a_file_is_stored(tiny: Translator) -> None:
+    service = Service(Batcher(tiny, max_queue=8), Languages("en", "it"), Settings())
+    assert service.files is not None and service.files._root is None
+    assert service.files.get("0" * 32 + ".a.txt") is None and service.files._root is None
+    name = service.files.put(b"x", "a.txt")
+    assert (service.files.root / name).read_bytes() == b"x"
+    service.files.close()
+    assert not service.files.root.exists()
+
+
 def test_safe_names() -> None:
+    for odd in ("-report.docx", "--x.txt", "-.srt", ".hidden", "a..b.txt", "_", "x" * 300):
+        assert NAME.fullmatch("0" * 32 + "." + safe_name(odd)), odd
     assert safe_name("../../etc/my report.docx") == "my_report.docx"
     assert safe_name("C:\\Users\\me\\notes.TXT") == "notes.txt"
     assert safe_name("...") == "document"

@@ -78,6 +78,10 @@ def test_identifier_merges_varieties_and_never_inflates_confidence() -> None:
     assert ranked[0][0] == "zh" and ranked[0][1] > 0.9  # Wu and Cantonese summed into Chinese
     assert abs(sum(p for _, p in ranked) - 1.0) < 1e-6
     assert langs.detect_source("OK")["language"] == "en"
+    # a server whose language is one of a merged group answers with its own code
+    bokmaal = Languages("nb", "en")
+    found = bokmaal.detect_source("Jeg liker å lese bøker om kvelden og gå tur i skogen.")
+    assert found["language"] == "nb" and found["confidence"] > 90
 
 
 # ---------------------------------------------------------------------- 2. control characters

@@ -211,6 +211,9 @@ def serve(
     file_ttl: float = typer.Option(
         1800, help="Seconds a translated document waits for its download, then removed."
     ),
+    files_max_bytes: int = typer.Option(
+        1024**3, help="Most bytes of translated documents kept at once (then 503)."
+    ),
     files_dir: Path | None = typer.Option(
         None, help="Where translated documents wait (default: a new temporary directory)."
     ),
@@ -236,8 +239,8 @@ def serve(
             _limit(name, value)
         if alternatives_limit < 0 or beam < 1 or threads < 0 or not 0 < port < 65536:
             fail("--alternatives-limit and --threads must be >= 0, --beam >= 1, --port 1..65535")
-        if file_limit < 1 or not file_timeout > 0 or not file_ttl > 0:
-            fail("--file-limit, --file-timeout and --file-ttl must be positive")
+        if file_limit < 1 or files_max_bytes < 1 or not file_timeout > 0 or not file_ttl > 0:
+            fail("--file-limit, --files-max-bytes, --file-timeout and --file-ttl must be positive")
         _limit("--file-chars", file_chars)
         if files_dir is not None and files_dir.exists() and not files_dir.is_dir():
             fail(f"--files-dir {files_dir} is not a directory")
@@ -289,7 +292,7 @@ def serve(
             file_chars=file_chars,
             file_timeout=file_timeout,
         )
-        store = FileStore(files_dir, file_ttl) if files else None
+        store = FileStore(files_dir, file_ttl, files_max_bytes) if files else None
         app = create_app(Service(batcher, languages, settings, keys, store))
         config = server_config(
             app,

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+
+#: Most bytes a zipped document (.docx, .odt) may unpack to: a 10 MB upload of zipped
+#: spaces unpacks to 10 GB (a "zip bomb"), and the readers hold every part in memory.
+MAX_UNPACKED = 256 * 1024 * 1024
+
+# Characters XML 1.0 cannot hold (C0 controls but tab, LF, CR): a page's form feed cannot be
+# written back into its tree.
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 class DocumentError(ValueError):
@@ -45,3 +55,18 @@ def one_line(exc: BaseException) -> str:
     """An exception's message on one line (for "not a valid .docx file: …")."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with the characters XML cannot hold (a form feed, NUL…) made spaces."""
+    return _NOT_XML.sub(" ", text)
+
+
+def check_unpacked(archive: zipfile.ZipFile, what: str) -> None:
+    """Refuse a zip whose entries together unpack to more than :data:`MAX_UNPACKED`."""
+    total = sum(info.file_size for info in archive.infolist())
+    if total > MAX_UNPACKED:
+        raise DocumentError(
+            f"not a valid {what} file: it unpacks to {total} bytes, more than the "
+            f"{MAX_UNPACKED} allowed"
+        )

@@ -31,7 +31,7 @@ from typing import Any
 
 from lxml import etree
 
-from attenzione.documents.base import DocumentError, Parsed, one_line
+from attenzione.documents.base import DocumentError, Parsed, check_unpacked, one_line
 from attenzione.documents.tags import Leaf, Tagged, tag, translatable, untag
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -209,8 +209,14 @@ def _rewrite(chunk: Chunk, tagged: Tagged, translation: str) -> None:
 def _open(data: bytes) -> Any:
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise DocumentError("not a valid .docx file: it is not a zip archive")
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        names = set(z.namelist())
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = set(z.namelist())
+            check_unpacked(z, ".docx")
+    except DocumentError:
+        raise
+    except Exception as exc:  # BadZipFile: a zip whose directory is broken
+        raise DocumentError(f"not a valid .docx file: {one_line(exc)}") from None
     for needed in ("[Content_Types].xml", "word/document.xml"):
         if needed not in names:
             raise DocumentError(f"not a valid .docx file: it has no {needed}")

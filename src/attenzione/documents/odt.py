@@ -21,7 +21,7 @@ import zipfile
 
 from lxml import etree
 
-from attenzione.documents.base import DocumentError, Parsed, one_line
+from attenzione.documents.base import DocumentError, Parsed, check_unpacked, one_line
 from attenzione.documents.tree import Element, Rules, chunks, rewrite
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -82,6 +82,7 @@ def _read(data: bytes) -> tuple[zipfile.ZipFile, dict[str, Element]]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
+        check_unpacked(archive, ".odt")
         if "content.xml" not in names:
             raise DocumentError("not a valid .odt file: it has no content.xml")
         if "mimetype" in names:

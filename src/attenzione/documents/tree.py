@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from attenzione.documents.base import xml_safe
 from attenzione.documents.tags import Leaf, Tagged, tag, translatable, untag
 
 Element = Any  # an lxml element (lxml.etree._Element, lxml.html.HtmlElement)
@@ -125,6 +126,7 @@ def rewrite(chunk: Chunk, tagged: Tagged, translation: str) -> None:
 
     def add_text(text: str) -> None:
         nonlocal lead
+        text = xml_safe(text)  # a page's form feed: lxml keeps it read, refuses it written
         holder = stack[-1][1] if stack else None
         if holder is not None and len(holder):
             holder[-1].tail = (holder[-1].tail or "") + text

@@ -40,7 +40,10 @@ MARKUP_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]{0,200})?/?>")
 
 # A web or mail address ("https://example.com/a?b=1", "www.debian.org", "info@example.org"),
 # starting a word; the punctuation that ends a sentence after it is not part of it.
-ADDRESS = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+ADDRESS = re.compile(
+    r"(?:(?:https?|ftp)://|www\.)[^\s<>\"]+"
+    r"|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"  # bounded: linear on "a.a.a.…"
+)
 _ADDRESS_END = re.compile(r"[.,;:!?'\")\]]+$")
 
 # Characters that join an emoji sequence: zero-width joiner, variation selectors, the keycap

@@ -159,9 +159,9 @@ def create_app(service: Service) -> FastAPI:
     async def translate_file(request: Request) -> JSONResponse:
         if service.files is None:  # as LibreTranslate: refused before the upload is read
             raise ApiError(403, "Files translation are disabled on this server.")
-        fields, upload = await read_upload(
-            request, service.settings.file_limit + 64 * 1024, read_timeout
-        )
+        # an upload may take longer than a text: the read timeout plus 64 KiB/s of its limit
+        limit = service.settings.file_limit
+        fields, upload = await read_upload(request, limit + 64 * 1024, read_timeout + limit / 65536)
         name = await service.translate_file(fields, upload, client(request))
         return JSONResponse({"translatedFileUrl": f"{request.base_url}download_file/{name}"})
 

@@ -249,7 +249,14 @@ class Batcher:
                 self._free_since = time.monotonic()
 
     def _run(self, batch: list[_Job]) -> None:
-        """Decode one batch and resolve its futures (with the error, if decoding failed)."""
+        """Decode one batch and resolve its futures (with the error, if decoding failed).
+
+        A job whose future was cancelled while it waited (its request gave up: a document
+        past its time) is dropped here; the others are marked running, so that a late cancel
+        cannot make resolving them fail."""
+        batch = [j for j in batch if j.future.set_running_or_notify_cancel()]
+        if not batch:
+            return
         started = time.monotonic()
         decoding = batch[0].decoding
         try:

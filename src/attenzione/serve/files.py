@@ -24,6 +24,8 @@ from attenzione import atomic
 
 # what /download_file/ accepts: 32 hex digits, a dot, a safe file name
 NAME = re.compile(r"[0-9a-f]{32}\.[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# the temporary sibling of a write (attenzione.atomic) that a crash left behind
+_PARTIAL = re.compile(r"\.[0-9a-f]{32}\..+\.tmp")
 
 MEDIA_TYPES = {
     ".txt": "text/plain; charset=utf-8",
@@ -42,38 +44,72 @@ def safe_name(filename: str) -> str:
     stem, dot, suffix = base.rpartition(".")
     if not dot:
         stem, suffix = base, ""
-    clean = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "document"
+    clean = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_-") or "document"
     ext = re.sub(r"[^A-Za-z0-9]+", "", suffix)[:10].lower()
     return (clean[: 99 - len(ext)] + ("." + ext if ext else ""))[:100]
 
 
-class FileStore:
-    """Translated files under random names in ``root`` (a new temporary directory when
-    None), each removed ``ttl`` seconds after it was written."""
+class StoreFull(Exception):
+    """The download area holds its most bytes already."""
 
-    def __init__(self, root: Path | None = None, ttl: float = 1800.0) -> None:
-        if ttl <= 0:
-            raise ValueError(f"ttl must be > 0 seconds, got {ttl}")
+
+class FileStore:
+    """Translated files under random names in ``root`` (a new temporary directory, made at
+    the first file, when None), each removed ``ttl`` seconds after it was written; at most
+    ``max_bytes`` in all."""
+
+    def __init__(
+        self, root: Path | None = None, ttl: float = 1800.0, max_bytes: int = 1024**3
+    ) -> None:
+        if ttl <= 0 or max_bytes <= 0:
+            raise ValueError(f"ttl and max_bytes must be > 0, got {ttl} and {max_bytes}")
         self.owned = root is None
-        self.root = Path(tempfile.mkdtemp(prefix="attenzione-files-")) if root is None else root
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._root = root
+        self._made = False  # the directory made (or checked) once, at the first file
         self.ttl = ttl
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
 
+    @property
+    def root(self) -> Path:
+        """The directory (made now if this store makes its own)."""
+        with self._lock:
+            if self._root is None:
+                self._root = Path(tempfile.mkdtemp(prefix="attenzione-files-"))
+            elif not self._made:
+                self._root.mkdir(parents=True, exist_ok=True)
+            self._made = True
+            return self._root
+
     def put(self, data: bytes, filename: str) -> str:
-        """Store ``data``; the name to download it by."""
+        """Store ``data``; the name to download it by. :class:`StoreFull` when the area
+        would hold more than ``max_bytes``."""
         self.sweep()
+        held = sum(p.stat().st_size for p in self._own_files())
+        if held + len(data) > self.max_bytes:
+            raise StoreFull(
+                f"the download area is full ({held} of {self.max_bytes} bytes, kept "
+                f"{self.ttl:g} s each); retry later"
+            )
         name = f"{uuid.uuid4().hex}.{safe_name(filename)}"
         atomic.write_bytes(self.root / name, data)
         return name
 
     def get(self, name: str) -> Path | None:
         """The stored file called ``name``, or None (no such name, or expired)."""
-        self.sweep()
-        if not NAME.fullmatch(name):
+        if not NAME.fullmatch(name) or self._root is None:
             return None
-        path = self.root / name
+        self.sweep()
+        path = self._root / name
         return path if path.is_file() else None
+
+    def _own_files(self) -> list[Path]:
+        """The files this store wrote (and the temporary ones of a write cut short)."""
+        if self._root is None or not self._root.is_dir():
+            return []
+        return [
+            p for p in self._root.iterdir() if NAME.fullmatch(p.name) or _PARTIAL.fullmatch(p.name)
+        ]
 
     @staticmethod
     def download_name(name: str) -> str:
@@ -85,9 +121,9 @@ class FileStore:
         cutoff = time.time() - self.ttl
         removed = 0
         with self._lock:
-            for path in self.root.iterdir():
+            for path in self._own_files():
                 try:
-                    if NAME.fullmatch(path.name) and path.stat().st_mtime < cutoff:
+                    if path.stat().st_mtime < cutoff:
                         path.unlink()
                         removed += 1
                 except FileNotFoundError:
@@ -96,5 +132,5 @@ class FileStore:
 
     def close(self) -> None:
         """Remove the directory if this store made it."""
-        if self.owned:
-            shutil.rmtree(self.root, ignore_errors=True)
+        if self.owned and self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)

@@ -102,9 +102,12 @@ class Languages:
         ident = self._ident()
         with self._lock:  # the identifier is plain numpy; one call at a time is enough
             ranked = ident.rank(text)
+        # a group is named by the server's own code when it has one of its members ("nb")
+        alias = {MACRO[c]: c for c in self.codes if c in MACRO}
         merged: dict[str, float] = {}
         for code, prob in ranked:
             key = MACRO.get(code, code)
+            key = alias.get(key, key)
             merged[key] = merged.get(key, 0.0) + float(prob)
         return sorted(merged.items(), key=lambda kv: kv[1], reverse=True)
 

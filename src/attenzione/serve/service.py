@@ -18,7 +18,7 @@ from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.serve.alignment import attention_payload
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
 from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
-from attenzione.serve.files import FileStore
+from attenzione.serve.files import FileStore, StoreFull
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
 from attenzione.serve.text import Piece, assemble, plan_html, plan_text
@@ -289,8 +289,8 @@ class Service:
         if upload is None:
             raise ApiError(400, "Invalid request: missing file parameter")
         filename, data = upload
-        try:
-            doc = read_document(data, filename)
+        try:  # parsing and writing a document take a while: off the event loop
+            doc = await asyncio.to_thread(read_document, data, filename)
         except DocumentError as exc:
             raise ApiError(400, f"Invalid request: {exc}") from None
         chars = sum(len(t) for t in doc.segments)
@@ -305,6 +305,7 @@ class Service:
         decoding = Decoding(beam=s.beam, n_best=1)
         translations: list[str] = []
         step = max(1, min(s.batch_limit if s.batch_limit != -1 else 100, 100))
+        futures: list[Any] = []
         try:
             async with asyncio.timeout(s.file_timeout):
                 # a chunk at a time, so that texts sent meanwhile are not stuck behind it
@@ -313,6 +314,8 @@ class Service:
                     for f in futures:
                         translations.append((await asyncio.wrap_future(f)).candidates[0].text)
         except TimeoutError:
+            for f in futures:
+                f.cancel()  # what still waits in the queue is dropped by the worker
             raise ApiError(
                 503, f"The document took longer than {s.file_timeout:g} s to translate"
             ) from None
@@ -321,10 +324,13 @@ class Service:
         except Stopped as exc:
             raise ApiError(503, str(exc)) from None
         try:
-            out = doc.write(translations)
+            out = await asyncio.to_thread(doc.write, translations)
         except (DocumentError, ValueError) as exc:
             raise ApiError(500, f"Cannot write the translated document: {exc}") from None
-        return self.files.put(out, filename)
+        try:
+            return await asyncio.to_thread(self.files.put, out, filename)
+        except StoreFull as exc:
+            raise ApiError(503, str(exc), {"Retry-After": "60"}) from None
 
     # ------------------------------------------------------------------ the rest
     def detect(self, fields: dict[str, Any], client: str) -> list[dict[str, Any]]:

@@ -71,9 +71,12 @@ def encoding_of(data: bytes) -> tuple[str, int]:
         return "utf-8", 0
     name = m.group(1).decode("ascii", "replace")
     try:
-        return codecs.lookup(name).name, 0
+        codec = codecs.lookup(name).name
     except LookupError:
         raise DocumentError(f"not a valid .html file: unknown charset {name!r}") from None
+    # as browsers do (the WHATWG Encoding standard), a page labelled Latin-1 or ASCII is read
+    # as windows-1252, whose curly quotes and euro sign Latin-1 would read as controls
+    return ("cp1252" if codec in ("latin-1", "iso8859-1", "ascii") else codec), 0
 
 
 def parse(data: bytes) -> Parsed:

@@ -246,6 +246,24 @@ def test_web_and_mail_addresses_are_carried_whole(ctx: Context) -> None:
     assert _cut("xhttps://example.com", ctx) == [("", "xhttps://example.com", True)]
 
 
+def test_split_gives_each_piece_the_tags_it_holds() -> None:
+    from attenzione.markup import Tag
+    from attenzione.pipeline.split import spread
+
+    parts = ["Click Save now.", "The old house."]  # 13 and 12 non-space characters
+    tags = [
+        Tag("<b>", 5, 0, True),
+        Tag("</b>", 9, 0, False),  # around "Save"
+        Tag("<i>", 16, 1, True),
+        Tag("</i>", 19, 1, False),  # around "old", in the second part
+    ]
+    first, second = spread(tags, parts)  # type: ignore[misc]
+    assert [(t.text, t.at, t.pair) for t in first] == [("<b>", 5, 0), ("</b>", 9, 0)]
+    assert [(t.text, t.at, t.pair) for t in second] == [("<i>", 3, 0), ("</i>", 6, 0)]
+    across = [Tag("<b>", 10, 0, True), Tag("</b>", 16, 0, False)]  # "now. The"
+    assert spread(across, parts) is None
+
+
 def test_carry_cuts_a_line_around_tags_that_are_not_inline_pairs(ctx: Context) -> None:
     # a lone tag, a block tag and a pair with a cut inside are carried; "a < b" is no tag
     assert _cut('see <a href="x.html">the cat.<br/>the dog', ctx) == [
@@ -587,11 +605,16 @@ def test_numbers_repairs_against_the_source_as_read_before_names_are_folded(ctx:
 
 def test_a_tagged_stretch_the_model_cannot_read_whole_is_cut_at_its_tags(tok: Tokenizer) -> None:
     small = Context(tok, 6, EOS_ID)
-    line = "the <b>cat</b> is here and the dog is there"
+    # a pair inside one of the pieces the line is split into stays with that piece
+    inside = Pipeline.build().prepare("the <b>cat</b> is here and the dog is there", small)
+    assert [s.text for s in inside] == ["the cat", "is", "here", "and the", "dog", "is there"]
+    assert [len(s.notes.get("carry", {}).get("tags", ())) for s in inside] == [2, 0, 0, 0, 0, 0]
+    # a pair across two pieces cannot be placed in either: the line is cut at its tags
+    line = "the cat is here <b>and the dog</b> is there"
     segments = Pipeline.build().prepare(line, small)
-    assert [s.text for s in segments][:4] == ["the", "<b>", "cat", "</b>"]
+    assert "<b>" in [s.text for s in segments] and "</b>" in [s.text for s in segments]
     assert not any("carry" in s.notes for s in segments)
-    # the step itself says so: a split segment with inline tags is a Recut
+    # the step itself says so: a split segment whose pieces lost a pair is a Recut
     split = Split().prepare(Carry().prepare([Segment(line)], small), small)
     assert any("carry" in s.notes and "split" in s.notes for s in split)
     with pytest.raises(Recut):

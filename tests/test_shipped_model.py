@@ -204,6 +204,20 @@ def test_web_and_mail_addresses_are_written_exactly(out: dict[str, Translation])
         assert out[line].candidates[0].pieces == 1, (line, text)
 
 
+def test_a_line_too_long_to_read_whole_keeps_its_tags_in_their_sentences(tr: Translator) -> None:
+    """Split into sentences, each sentence's tags and emoji are placed in its translation
+    as they would be in the sentence alone (they no longer cut it)."""
+    first = "Click <b>Save</b> to keep your changes."
+    last = "I had bread 🍞 and the coffee in the <i>morning</i>."
+    middle = [f"The house number {i} has a big garden with many old trees." for i in range(8)]
+    (line,) = tr.translate(" ".join([first, *middle, last]))
+    alone_first, alone_last = tr.translate([first, last])
+    assert line.candidates[0].pieces == 10
+    assert line.text.startswith(alone_first.text + " ")
+    assert line.text.endswith(" " + alone_last.text)
+    assert alone_first.candidates[0].pieces == alone_last.candidates[0].pieces == 1
+
+
 def test_a_line_in_capitals_comes_back_in_capitals(out: dict[str, Translation]) -> None:
     for line in [*CASED, *EMOJI, *NAMES]:
         if line.upper() == line:

@@ -9,7 +9,8 @@ each pair is put around the words of the translation that attend to the words it
 tag cuts the text where it stands.
 
 The placement counts characters, so a stretch whose text the other steps changed in length
-(a case change: "İ".lower() is two characters), that was split, or whose source pieces do not
+(a case change: "İ".lower() is two characters), that was split with a pair across two of its
+pieces (the ``split`` step gives each piece the tags it holds), or whose source pieces do not
 spell it ("…" read as "...") is prepared again with its tags cutting it (:class:`Recut`).
 """
 
@@ -34,7 +35,6 @@ class InlineTags(Step):
                 continue
             if (
                 not seg.translate  # copied whole: too long to read
-                or seg.notes.get("split", (0, 1))[1] > 1
                 or marks.has_marks(seg.text)  # the input has the marks' characters
                 or nonspace(seg.text) != note["length"]
                 or not ctx.spells(seg.text)

@@ -112,6 +112,24 @@ def _unix_lines(key: str, value: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
+async def _form(request: Request, body: bytes, **limits: int) -> Any:
+    """The form in ``body`` (already read), parsed by starlette from a replay of it; a
+    broken body is a 400."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        return await Request(request.scope, receive).form(**limits)
+    except Exception as exc:  # python-multipart raises several types for broken bodies
+        raise ApiError(400, f"Invalid form data: {exc}") from None
+
+
 async def read_fields(
     request: Request, max_bytes: int, timeout: float | None = None
 ) -> dict[str, Any]:
@@ -136,19 +154,7 @@ async def read_fields(
         fields.update(data)
         return fields
     if ctype in ("application/x-www-form-urlencoded", "multipart/form-data") and body:
-        replay_sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal replay_sent
-            if replay_sent:
-                return {"type": "http.disconnect"}
-            replay_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        try:
-            form = await Request(request.scope, receive).form()
-        except Exception as exc:  # python-multipart raises several types for broken bodies
-            raise ApiError(400, f"Invalid form data: {exc}") from None
+        form = await _form(request, body)
         for key in form:
             texts: list[str] = []
             for v in form.getlist(key):
@@ -246,19 +252,7 @@ async def read_upload(
         raise ApiError(400, "Invalid request: the query string is not valid UTF-8") from None
     if ctype != "multipart/form-data":
         raise ApiError(400, "Invalid request: send the file as multipart/form-data")
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    try:
-        form = await Request(request.scope, receive).form(max_part_size=max_bytes)
-    except Exception as exc:  # python-multipart raises several types for broken bodies
-        raise ApiError(400, f"Invalid form data: {exc}") from None
+    form = await _form(request, body, max_part_size=max_bytes)
     upload: tuple[str, bytes] | None = None
     for key in form:
         values = form.getlist(key)

@@ -564,3 +564,28 @@ def test_subword_sampling_needs_a_subword_vocabulary(corpus: Path, tmp_path: Pat
             _cfg(corpus, tmp_path / "g", preset="glove50", max_steps=2, subword_sampling=0.5),
             **QUIET,
         )
+
+
+def test_reverse_reads_every_corpus_the_other_way_and_holds_out_the_same_pairs(
+    corpus: Path, tmp_path: Path
+) -> None:
+    extra = tmp_path / "extra.tsv"
+    extra.write_text("The dog sleeps.\tIl cane dorme.\n", encoding="utf-8")
+    dev2 = tmp_path / "dev2.tsv"
+    dev2.write_text("The cat eats.\tIl gatto mangia.\n", encoding="utf-8")
+    common = dict(max_steps=1, extra_data=(f"{extra}:2",), extra_dev=(f"two={dev2}",))
+    fwd, rev = tmp_path / "fwd", tmp_path / "rev"
+    train(_cfg(corpus, fwd, **common), **QUIET)
+    train(_cfg(corpus, rev, reverse=True, src_lang="it", tgt_lang="en", **common), **QUIET)
+
+    def rows(run: Path, name: str) -> list[tuple[str, str]]:
+        lines = (run / "data" / name).read_text(encoding="utf-8").splitlines()
+        return [(a, b) for a, b in (line.split("\t") for line in lines)]
+
+    for name in ("dev.tsv", "test.tsv", "dev-two.tsv"):
+        assert rows(rev, name) == [(t, s) for s, t in rows(fwd, name)], name
+    assert ("Il cane dorme.", "The dog sleeps.") in rows(rev, "train.tsv")
+    assert ("The dog sleeps.", "Il cane dorme.") not in rows(rev, "train.tsv")
+    info = json.loads((rev / "last" / "info.json").read_text(encoding="utf-8"))
+    assert (info["source_language"], info["target_language"]) == ("it", "en")
+    assert any("--reverse" in note for note in info["notes"])

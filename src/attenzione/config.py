@@ -295,6 +295,10 @@ class TrainConfig(_JsonMixin):
     # "en" and "it"; with any other code that filter keeps everything)
     src_lang: str = "en"
     tgt_lang: str = "it"
+    # read every corpus, extra dev set and excluded set the other way: the second column is
+    # the source (an Italian→English model from the en-it corpora). The held-out split is
+    # drawn symmetrically, so it holds the same pairs as the forward run's, turned round.
+    reverse: bool = False
     number_augment: float = 0.0
     # subword regularisation (Kudo 2018): each batch's sources are segmented afresh, drawn
     # from their best SentencePiece segmentations with this smoothing alpha (0 = off: the

@@ -67,6 +67,13 @@ def train(
     tgt_lang: str = typer.Option(
         "it", help="The target language's code, as --src-lang.", callback=language_code
     ),
+    reverse: bool = typer.Option(
+        False,
+        "--reverse",
+        help="Read every corpus the other way round: the second column is the source (with "
+        "--src-lang it --tgt-lang en, an Italian→English model from en-it files). Dev and "
+        "test hold the same pairs as a forward run's with the same --seed, turned round.",
+    ),
     no_clean: bool = typer.Option(
         False, "--no-clean", help="Switch every cleaning filter off (duplicates still go)."
     ),

@@ -198,7 +198,7 @@ def _build_splits(
         exclude |= read_sentence_keys(path)
     extra_dev: dict[str, Pairs] = {}
     for name, path in map(parse_named_path, cfg.extra_dev):
-        pairs = load_corpus(path)
+        pairs = _turned(cfg, load_corpus(path))
         extra_dev[name] = [(normalize(s), normalize(t)) for s, t in pairs]
         exclude |= {sentence_key(x) for pair in pairs for x in pair}
     report: dict[str, dict[str, object]] = {}
@@ -206,9 +206,11 @@ def _build_splits(
     primary = CorpusSpec(cfg.data, cfg.data_weight)
     stats: dict[str, object] = {}
     # a malformed line stops the run with file:line, unless the user asked to skip them
-    raw = load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats)
+    raw = _turned(cfg, load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats))
     if stats.get("skipped"):
         notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
+    if cfg.reverse:
+        notes.append("every corpus read the other way round (--reverse): second column → first")
     # The held-out split is drawn before the filters, from the normalised, deduplicated
     # corpus, exactly as runs before the filters existed drew it: a model trained with the
     # filters is then scored on the same dev/test sentences as one trained without them.
@@ -237,7 +239,7 @@ def _build_splits(
     for text in cfg.extra_data:
         spec = CorpusSpec.parse(text)
         stats = {}
-        raw = load_corpus(spec.path, skip_bad=cfg.skip_bad_lines, stats=stats)
+        raw = _turned(cfg, load_corpus(spec.path, skip_bad=cfg.skip_bad_lines, stats=stats))
         if stats.get("skipped"):
             notes.append(f"skipped {stats['skipped']} malformed lines of {spec.path}")
         pairs, rep = clean_corpus(raw, cleaning, exclude=exclude, seen=seen)
@@ -261,6 +263,11 @@ def _build_splits(
     (data_dir / "cleaning.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     notes.append(f"training mix: {len(train)} pairs ({len(unique)} distinct before weighting)")
     return train, splits.dev, splits.test, extra_dev
+
+
+def _turned(cfg: TrainConfig, pairs: Pairs) -> Pairs:
+    """The pairs as the run reads them: turned round with ``--reverse``."""
+    return [(t, s) for s, t in pairs] if cfg.reverse else pairs
 
 
 def read_sentence_keys(path: str | Path) -> set[str]:

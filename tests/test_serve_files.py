@@ -34,7 +34,11 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 def _service(translator: Translator, root: Path, **settings: Any) -> Service:
     store = FileStore(root, ttl=600) if settings.get("files", True) else None
     return Service(
-        Batcher(translator, max_queue=256), Languages("en", "it"), Settings(**settings), None, store
+        Batcher(translator, max_queue=256),
+        Languages(("en", "it")),
+        Settings(**settings),
+        None,
+        store,
     )
 
 
@@ -230,7 +234,7 @@ def test_a_document_past_its_time_is_a_503_and_the_worker_goes_on(
 def test_a_full_download_area_is_a_503(tiny: Translator, tmp_path: Path) -> None:
     store = FileStore(tmp_path, ttl=600, max_bytes=100)
     kept = store.put(b"x" * 95, "earlier.txt")  # the area holds 95 of its 100 bytes
-    service = Service(Batcher(tiny, max_queue=64), Languages("en", "it"), Settings(), None, store)
+    service = Service(Batcher(tiny, max_queue=64), Languages(("en", "it")), Settings(), None, store)
     with _client(service) as client:
         r = client.post("/translate_file", **_upload("b.txt", b"the dog is in the house\n"))
         assert r.status_code == 503 and "full" in r.json()["error"], r.text
@@ -240,7 +244,7 @@ def test_a_full_download_area_is_a_503(tiny: Translator, tmp_path: Path) -> None
 
 
 def test_a_service_makes_no_directory_until_a_file_is_stored(tiny: Translator) -> None:
-    service = Service(Batcher(tiny, max_queue=8), Languages("en", "it"), Settings())
+    service = Service(Batcher(tiny, max_queue=8), Languages(("en", "it")), Settings())
     assert service.files is not None and service.files._root is None
     assert service.files.get("0" * 32 + ".a.txt") is None and service.files._root is None
     name = service.files.put(b"x", "a.txt")

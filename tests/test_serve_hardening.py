@@ -29,7 +29,10 @@ from tiny_model import tiny_translator
 def _service(**settings: Any) -> Service:
     keys = settings.pop("keys", None)
     return Service(
-        Batcher(tiny_translator(), max_queue=64), Languages("en", "it"), Settings(**settings), keys
+        Batcher(tiny_translator(), max_queue=64),
+        Languages(("en", "it")),
+        Settings(**settings),
+        keys,
     )
 
 

@@ -73,13 +73,13 @@ def test_detect_ranks_over_every_language_it_knows(server: Server) -> None:
 
 
 def test_identifier_merges_varieties_and_never_inflates_confidence() -> None:
-    langs = Languages("en", "it")
+    langs = Languages(("en", "it"))
     ranked = langs.identify("我喜欢学习新的语言，也喜欢旅行。")
     assert ranked[0][0] == "zh" and ranked[0][1] > 0.9  # Wu and Cantonese summed into Chinese
     assert abs(sum(p for _, p in ranked) - 1.0) < 1e-6
     assert langs.detect_source("OK")["language"] == "en"
     # a server whose language is one of a merged group answers with its own code
-    bokmaal = Languages("nb", "en")
+    bokmaal = Languages(("nb", "en"))
     found = bokmaal.detect_source("Jeg liker å lese bøker om kvelden og gå tur i skogen.")
     assert found["language"] == "nb" and found["confidence"] > 90
 

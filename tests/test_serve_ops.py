@@ -25,7 +25,7 @@ def translator() -> Translator:
 
 def _service(translator: Translator, *, queue: int = 512, **settings: Any) -> Service:
     return Service(
-        Batcher(translator, max_queue=queue), Languages("en", "it"), Settings(**settings)
+        Batcher(translator, max_queue=queue), Languages(("en", "it")), Settings(**settings)
     )
 
 

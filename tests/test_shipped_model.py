@@ -82,6 +82,15 @@ ADDRESSES = {
         "www.example.org/news",
     ],
 }
+# Europarl-like sentences: the kind of text the lower-cased Europarl (corpus tag "lc") taught
+# the model; untagged, they must come back in ordinary case. The names must keep capitals.
+PROSE = {
+    "The European Parliament adopted the resolution on Tuesday.": [],
+    "Mr President, the Commission must act now.": [],
+    "The Council met in Brussels to discuss the budget.": [],
+    "I would like to thank the rapporteur, Mrs Schmidt, for her work.": ["Schmidt"],
+    "The Member States agreed on a common position with Mr Barroso.": ["Barroso"],
+}
 APOSTROPHES = ["I don\u2019t know what it\u2019s about.", "I don't know what it's about."]
 BYTES = ["Invoice № 42 is paid."]
 
@@ -99,6 +108,7 @@ LINES = list(
             *ADDRESSES,
             *APOSTROPHES,
             *BYTES,
+            *PROSE,
         ]
     )
 )
@@ -223,6 +233,22 @@ def test_a_line_in_capitals_comes_back_in_capitals(out: dict[str, Translation]) 
         if line.upper() == line:
             text = out[line].text
             assert text == text.upper() and any(c.isalpha() for c in text), (line, text)
+
+
+def test_ordinary_sentences_are_never_written_in_lower_case(out: dict[str, Translation]) -> None:
+    for line, names in PROSE.items():
+        text = out[line].text
+        first = next(c for c in text if c.isalpha())
+        assert first.isupper(), (line, text)
+        for name in names:
+            assert name.lower() not in text.lower() or name in text, (line, text)
+
+
+def test_a_corpus_tag_is_read_but_never_written(tr: Translator) -> None:
+    assert "lc" in tr.tags
+    for result in tr.translate(list(PROSE), tag="lc"):
+        assert "<tag" not in result.text and "tag:" not in result.text, result.text
+        assert result.text.strip()
 
 
 def test_no_word_is_left_untranslated_that_the_ordinary_sentence_translates(

@@ -5,7 +5,8 @@
 Loads ``RUN_DIR/best``, scores it with beam search on the run's own held-out dev and test
 splits and on every extra dev set of the run (``data/dev-NAME.tsv``, e.g. FLORES), with
 sacreBLEU BLEU and chrF and the share of numbers (URLs, code, names) copied unchanged, and
-writes ``src/attenzione/pretrained/en-it`` with fp16 weights, the tokenizers and an
+writes ``src/attenzione/pretrained/SRC-TGT`` (the pair of the model's info.json) with fp16
+weights, the tokenizers and an
 ``info.json`` carrying the scores, the training facts and the attribution of every corpus
 the run trained on (and, for a warm-started run, what it started from). The figures in
 docs/model.md come from this script's output.
@@ -28,8 +29,9 @@ from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
 from attenzione.lexicon import translated_words, word_list
 from attenzione.pipeline import STEP_NAMES
+from attenzione.registry import PRETRAINED_ROOT
 from attenzione.scoring import Terms
-from attenzione.translator import PRETRAINED_DIR, Translator
+from attenzione.translator import Translator
 
 # The pipeline the shipped model is measured with and recorded in its info.json (the one a
 # Translator then uses by default): every text step, the ranking terms at their defaults
@@ -115,6 +117,30 @@ ATTRIBUTIONS = {
     "rest": PROSE,
     "qt-long": QT,
     "qt-short": QT,
+    # the prose of ../shared/data/prose (issue 38), as its README credits each corpus
+    "europarl-lowercased.en-it": "European Parliament proceedings, Europarl v7 Italian–English "
+    "(https://www.statmt.org/europarl/; no copyright restrictions, reused with "
+    "acknowledgement), a lower-cased sample as published in GitHub "
+    "riccardotella/English-Italian-Machine-Translation-.",
+    "debian-website.en-it": "Debian's press releases, Project News and about pages "
+    "(debian-webwml; MIT (Expat) or GPL-2+, pages before 2012 Open Publication License 1.0).",
+    "lilypond-doc.en-it": "The LilyPond 2.24 manuals, English and Italian (GFDL-1.3+).",
+    "mt-geneval-wikipedia.en-it": "Wikipedia biographies as translated by professionals for "
+    "MT-GenEval (Amazon Science, machine-translation-gender-eval; CC BY-SA 3.0).",
+    "manpages-it.en-it": "The Italian man pages of manpages-it 4.18 (GPL-3+) and the English "
+    "pages they translate (under their own licences).",
+    "wesnoth.en-it": "The Battle for Wesnoth 1.16: unit lore and help (GPL-2+).",
+    "debian-install-guide.en-it": "The Debian installation guide (GPL-2).",
+    "debian-developers-reference.en-it": "The Debian Developer's Reference 12.18 (GPL-2).",
+    "kicad-doc.en-it": "The KiCad 6.0 manuals (GPL-2+/3+ or CC BY 3.0).",
+    "debian-edu-manual.en-it": "The Debian Edu manuals (GPL-2+).",
+    "debian-faq.en-it": "The Debian FAQ 11.1 (under the Debian FAQ's permission notice).",
+    "gnucash-docs.en-it": "The GnuCash guide and help (GFDL-NIV-1.1+).",
+    "debian-maint-guide.en-it": "The Debian New Maintainers' Guide 1.2.53 (GPL-2+).",
+    "debian-history.en-it": "A Brief History of Debian 2.28 (GPL-2+).",
+    "tuxpaint-stamps.en-it": "Tux Paint's stamp descriptions (GPL-2).",
+    "udhr.en-it": "The Universal Declaration of Human Rights (OHCHR; freely reproducible), "
+    "from nltk_data's udhr2.",
 }
 
 
@@ -199,12 +225,15 @@ def main() -> None:
     # one string, as the trainer writes it: one paragraph per corpus
     credits = [ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path]
     tr.info["attribution"] = "\n".join(dict.fromkeys(credits))  # two parts of one source: once
-    tr.save_pretrained(PRETRAINED_DIR, dtype=torch.float16)
-    shipped = Translator.from_pretrained()
+    # the package keeps one directory per pair (attenzione.registry)
+    pair = f"{tr.info.get('source_language', 'en')}-{tr.info.get('target_language', 'it')}"
+    destination = PRETRAINED_ROOT / pair
+    tr.save_pretrained(destination, dtype=torch.float16)
+    shipped = Translator.from_pretrained(destination)
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)
     print("shipped (fp16 weights) dev", json.dumps(check))
-    size = sum(p.stat().st_size for p in PRETRAINED_DIR.rglob("*") if p.is_file())
-    print(f"wrote {PRETRAINED_DIR} ({size / 1e6:.1f} MB)")
+    size = sum(p.stat().st_size for p in destination.rglob("*") if p.is_file())
+    print(f"wrote {destination} ({size / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":

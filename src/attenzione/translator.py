@@ -137,6 +137,7 @@ class Translator:
             not_free=not_free,
             number_format=number_format,
             place_tags=self._place_tags,
+            source_language=str(self.info.get("source_language", "en")),
         )
         self.scoring = Scoring(model.config, src_tokenizer, tgt_tokenizer, known, not_free)
         self._translated = translated

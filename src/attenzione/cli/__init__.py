@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import typer
 
-from attenzione.cli import attention, average, embeddings, evaluate, serve, train, translate
+from attenzione.cli import (
+    attention,
+    average,
+    embeddings,
+    evaluate,
+    models,
+    serve,
+    train,
+    translate,
+)
 
 app = typer.Typer(
     name="attenzione",
-    help="Translate English→Italian, train your own model, and see its attention.",
+    help="Translate English↔Italian (or a pair you train), train your own model, and see its "
+    "attention.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -23,6 +33,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.command("average")(average.average)
 app.command("attention")(attention.attention)
 app.command("serve")(serve.serve)
+app.command("models")(models.models)
 app.add_typer(embeddings.app, name="embeddings")
 
 

@@ -11,6 +11,9 @@ from attenzione.cli.common import (
     check_argument_text,
     check_output_dir,
     fail,
+    from_option,
+    model_path,
+    to_option,
     user_errors,
 )
 
@@ -18,8 +21,13 @@ from attenzione.cli.common import (
 def attention(
     sentence: str = typer.Argument(..., help="The English sentence to look inside."),
     model: Path | None = typer.Option(
-        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+        None,
+        "--model",
+        "-m",
+        help="Model directory (default: the installed model of --from/--to, en→it).",
     ),
+    source: str | None = from_option(),
+    target: str | None = to_option(),
     reference: str | None = typer.Option(
         None, "--reference", "-r", help="Teacher-force this translation instead of the model's."
     ),
@@ -67,10 +75,11 @@ def attention(
             fail("--reference is empty")
         check_argument_text([sentence] + ([reference] if reference is not None else []))
         check_output_dir(out, "--out")
+        directory = model_path(model, source, target)
         from attenzione.translator import Translator
         from attenzione.viz import save_heatmaps, save_html
 
-        translator = Translator.from_pretrained(model)
+        translator = Translator.from_pretrained(directory)
         maps = translator.attention(sentence, reference, beam=beam)
         explained = None
         if explain:

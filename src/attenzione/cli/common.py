@@ -262,3 +262,46 @@ def check_output_dir(path: Path, what: str) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         fail(f"{what} {path}: permission denied (cannot write in {existing})")
+
+
+def from_option() -> Any:
+    """``--from CODE``: the source language; picks the installed model of the pair."""
+    return typer.Option(
+        None,
+        "--from",
+        help="Source language (en, it, …): use the installed model of that pair "
+        "(`attenzione models` lists them). Default: en, or what --to leaves.",
+        callback=language_code,
+    )
+
+
+def to_option() -> Any:
+    """``--to CODE``: the target language, as ``--from``."""
+    return typer.Option(
+        None,
+        "--to",
+        help="Target language, as --from. Default: it, or what --from leaves.",
+        callback=language_code,
+    )
+
+
+def model_path(model: Path | None, source: str | None, target: str | None) -> Path:
+    """The model directory a command uses: ``--model`` as given (checked against ``--from``
+    / ``--to`` when they are given too), else the installed model of the pair
+    (:func:`attenzione.registry.find`: English→Italian when neither is given)."""
+    from attenzione.registry import find
+
+    if model is None:
+        return find(source, target).path
+    if source is not None or target is not None:
+        import json
+
+        try:
+            info = json.loads((model / "info.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = {}
+        have = (info.get("source_language"), info.get("target_language"))
+        for asked, has, flag in ((source, have[0], "--from"), (target, have[1], "--to")):
+            if asked is not None and has is not None and asked != has:
+                fail(f"{flag} {asked}: the model at {model} translates {have[0]}→{have[1]}")
+    return model

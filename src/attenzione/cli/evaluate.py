@@ -14,12 +14,15 @@ from attenzione.cli.common import (
     check_steps,
     check_writable,
     fail,
+    from_option,
+    model_path,
     no_step_option,
     number_format_option,
     pipeline_of,
     raw_option,
     set_number_format,
     tag_option,
+    to_option,
     user_errors,
 )
 
@@ -29,8 +32,19 @@ def evaluate(
         ..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."
     ),
     model: Path | None = typer.Option(
-        None, "--model", "-m", help="Model directory (default: the shipped model)."
+        None,
+        "--model",
+        "-m",
+        help="Model directory (default: the installed model of --from/--to, en→it).",
     ),
+    source: str | None = from_option(),
+    reverse: bool = typer.Option(
+        False,
+        "--reverse",
+        help="The file's second column is the source and its first the reference (an en-it "
+        "test set scored with --from it --to en).",
+    ),
+    target: str | None = to_option(),
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
@@ -75,10 +89,13 @@ def evaluate(
         check_number_flags(number_format, names, raw)
         if compare_raw and raw:
             fail("--compare-raw already scores the raw model beside the pipeline: drop --raw")
+        directory = model_path(model, source, target)
         pairs = load_corpus(data)[:limit]
+        if reverse:
+            pairs = [(t, s) for s, t in pairs]
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it
-        translator = Translator.from_pretrained(model, precision=precision)
+        translator = Translator.from_pretrained(directory, precision=precision)
         set_number_format(translator, number_format)
         sources: list[str]
         references: list[str] | list[list[str]]

@@ -157,8 +157,12 @@ def _limit(name: str, value: int) -> int:
 
 
 def serve(
-    model: Path | None = typer.Option(
-        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+    model: list[Path] = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="A model directory to serve; repeat it for several pairs (default: every "
+        "installed model, `attenzione models`).",
     ),
     host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(5000, help="Port to listen on."),
@@ -218,10 +222,10 @@ def serve(
         None, help="Where translated documents wait (default: a new temporary directory)."
     ),
     source_lang: str | None = typer.Option(
-        None, help="The model's source language (default: its info.json, else en)."
+        None, help="The one model's source language (default: its info.json, else en)."
     ),
     target_lang: str | None = typer.Option(
-        None, help="The model's target language (default: its info.json, else it)."
+        None, help="The one model's target language (default: its info.json, else it)."
     ),
     number_format: str = number_format_option(),
     no_step: list[str] = no_step_option(),
@@ -229,7 +233,7 @@ def serve(
     tag: str | None = tag_option(),
     log_level: str = typer.Option("info", help="uvicorn's log level."),
 ) -> None:
-    """Serve the model over HTTP: LibreTranslate's API, scores and attention, and a live page."""
+    """Serve the models over HTTP: LibreTranslate's API, scores and attention, and a live page."""
     with user_errors():
         for name, value in (
             ("--char-limit", char_limit),
@@ -250,7 +254,9 @@ def serve(
         check_number_flags(number_format, names, raw)
         import torch
 
+        from attenzione.registry import installed
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
+        from attenzione.serve.batcher import Route
         from attenzione.serve.files import FileStore
         from attenzione.serve.limits import KeyRing
         from attenzione.translator import Translator
@@ -258,25 +264,34 @@ def serve(
         keys = KeyRing.from_file(api_keys) if api_keys is not None else None
         if threads:
             torch.set_num_threads(threads)  # once, before any inference
-        translator = Translator.from_pretrained(model, precision=precision)
-        set_number_format(translator, number_format)
-        steps, terms = pipeline_of(translator, names, raw)
-        translator.translate(
-            [""], tag=tag
-        )  # an unknown tag: one line now, not at the first request
-        languages = Languages(
-            source_lang or str(translator.info.get("source_language", "en")),
-            target_lang or str(translator.info.get("target_language", "it")),
-        )
+        directories = list(model) if model else [m.path for m in installed()]
+        if not directories:
+            fail("no model is installed: give --model DIR")
+        if (source_lang or target_lang) and len(directories) > 1:
+            fail("--source-lang/--target-lang name the pair of one model: serve one --model")
+        routes: dict[str, Route] = {}
+        pairs: list[tuple[str, str]] = []
+        for directory in directories:
+            translator = Translator.from_pretrained(directory, precision=precision)
+            set_number_format(translator, number_format)
+            steps, terms = pipeline_of(translator, names, raw)
+            translator.translate([""], tag=tag)  # an unknown tag: one line now, not later
+            pair = (
+                source_lang or str(translator.info.get("source_language", "en")),
+                target_lang or str(translator.info.get("target_language", "it")),
+            )
+            key = f"{pair[0]}-{pair[1]}"
+            if key in routes:
+                fail(f"two models translate {key}: serve one of them ({directory})")
+            routes[key] = Route(translator, steps, terms, tag)
+            pairs.append(pair)
+        languages = Languages(*pairs)
         batcher = Batcher(
-            translator,
+            routes,
             max_queue=queue_size,
             max_sentences=batch_sentences,
             max_tokens=batch_tokens,
             max_wait=batch_wait_ms / 1000.0,
-            steps=steps,
-            terms=terms,
-            tag=tag,
         )
         settings = Settings(
             char_limit=char_limit,

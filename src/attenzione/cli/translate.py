@@ -1,4 +1,5 @@
-"""``attenzione translate``: English in, Italian out, with the shipped model by default.
+"""``attenzione translate``: English in, Italian out with the shipped model by default;
+``--from it --to en`` (or any installed pair, :mod:`attenzione.registry`) the other way.
 
 Everything the user can get wrong is checked before the model is loaded: option ranges (where
 they are parsed), the input's encoding (file and line named), and whether the output can be
@@ -27,8 +28,10 @@ from attenzione.cli.common import (
     check_steps,
     check_writable,
     fail,
+    from_option,
     given,
     in_range,
+    model_path,
     no_step_option,
     number_format_option,
     pipeline_of,
@@ -36,6 +39,7 @@ from attenzione.cli.common import (
     read_text,
     set_number_format,
     tag_option,
+    to_option,
     user_errors,
 )
 
@@ -64,8 +68,13 @@ def translate(
         "(same format).",
     ),
     model: Path | None = typer.Option(
-        None, "--model", "-m", help="Model directory (default: the shipped en→it model)."
+        None,
+        "--model",
+        "-m",
+        help="Model directory (default: the installed model of --from/--to, en→it).",
     ),
+    source: str | None = from_option(),
+    target: str | None = to_option(),
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
@@ -115,6 +124,7 @@ def translate(
             fail("--n-best works on one text at a time")
         if output is not None:
             check_writable(output, "--output")
+        directory = model_path(model, source, target)
         from attenzione.config import search_config
         from attenzione.translator import Translator
 
@@ -128,7 +138,7 @@ def translate(
             seed=seed,
             length_penalty=length_penalty,
         )
-        translator = Translator.from_pretrained(model, precision=precision)
+        translator = Translator.from_pretrained(directory, precision=precision)
         set_number_format(translator, number_format)
         steps, terms = pipeline_of(translator, names, raw)
         if document is not None and output is not None:

@@ -74,6 +74,7 @@ class Context:
         not_free: frozenset[str] = frozenset(),
         number_format: str = "keep",
         place_tags: Callable[[Segment, Sequence[int]], list[tuple[int, Tag]]] | None = None,
+        source_language: str = "en",
     ) -> None:
         self.src_tokenizer = src_tokenizer
         self.max_src_tokens = max_src_tokens
@@ -82,6 +83,7 @@ class Context:
         self.not_free = not_free
         self.number_format = number_format
         self.place_tags = place_tags
+        self.source_language = source_language  # ISO 639-1: how sentences end (split)
         # a model trained with corpus tags reads one tag token before the text: a place kept
         self.reserved = 1 if getattr(src_tokenizer, "tags", ()) else 0
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph

@@ -61,7 +61,7 @@ def pieces(text: str, ctx: Context) -> list[str]:
     if ctx.fits(text):
         return [text]
     parts: list[str] = []
-    for sentence in (s.strip() for s in split_sentences(text)):
+    for sentence in (s.strip() for s in split_sentences(text, ctx.source_language)):
         if not sentence:
             continue
         if ctx.fits(sentence):

@@ -224,6 +224,6 @@ def create_app(service: Service) -> FastAPI:
 
     @app.api_route("/", methods=GET)
     async def page() -> HTMLResponse:
-        return HTMLResponse(page_html(service.frontend_settings()))
+        return HTMLResponse(page_html(service.page_settings()))
 
     return app

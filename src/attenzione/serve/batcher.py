@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,17 @@ class SentenceResult:
     maps: AttentionMaps | None = None
 
 
+@dataclass(frozen=True)
+class Route:
+    """One loaded model and how the worker translates with it: the text pipeline and ranking
+    terms (None: the model's own) and the corpus tag (None: the model's default)."""
+
+    translator: Translator
+    steps: Pipeline | None = None
+    terms: Terms | None = None
+    tag: str | None = None
+
+
 @dataclass
 class _Job:
     text: str
@@ -77,6 +89,7 @@ class _Job:
     decoding: Decoding
     attention: bool
     future: Future[SentenceResult]
+    model: str = ""
     enqueued: float = field(default_factory=time.monotonic)
 
 
@@ -108,11 +121,16 @@ class Stats:
 
 
 class Batcher:
-    """The bounded queue and its single worker thread around one Translator."""
+    """The bounded queue and its single worker thread around one or several models.
+
+    Given several (``{"en-it": Route(...), "it-en": Route(...)}``), each sentence names its
+    model and a batch holds sentences of one model only; the one worker keeps the cores for
+    whichever model has the oldest waiting sentence (two workers would fight over them).
+    """
 
     def __init__(
         self,
-        translator: Translator,
+        translator: Translator | Mapping[str, Route],
         *,
         max_queue: int = 512,
         max_sentences: int = 64,
@@ -128,15 +146,19 @@ class Batcher:
                 f"queue size ({max_queue}), batch sentences ({max_sentences}) and batch "
                 f"tokens ({max_tokens}) must be >= 1 and the wait ({max_wait}) >= 0"
             )
-        self.translator = translator
+        if isinstance(translator, Mapping):
+            if not translator:
+                raise ValueError("a batcher needs at least one model")
+            self.routes = dict(translator)
+        else:
+            self.routes = {"": Route(translator, steps, terms, tag)}
+        self.default = next(iter(self.routes))
+        self.translator = self.routes[self.default].translator  # the first model
         self.max_queue = max_queue
         self.max_sentences = max_sentences
         self.max_tokens = max_tokens
         self.max_wait = max_wait
         self.length_penalty = length_penalty
-        self.steps = steps  # the text pipeline and ranking terms (None: the model's own)
-        self.terms = terms
-        self.tag = tag  # the corpus tag to translate with (None: the model's default)
         self.stats = Stats()
         self._queue: deque[_Job] = deque()
         self._running = 0
@@ -176,13 +198,19 @@ class Batcher:
 
     # ------------------------------------------------------------------ submitting
     def submit(
-        self, texts: list[str], decoding: Decoding, attention: bool = False
+        self,
+        texts: list[str],
+        decoding: Decoding,
+        attention: bool = False,
+        model: str | None = None,
     ) -> list[Future[SentenceResult]]:
-        """Queue every sentence of one request, or none of them (:class:`QueueFull`)."""
-        jobs = [
-            _Job(t, len(self.translator.encode_source(t)), decoding, attention, Future())
-            for t in texts
-        ]
+        """Queue every sentence of one request, or none of them (:class:`QueueFull`), for
+        ``model`` (a key of the routes; None: the first)."""
+        key = self.default if model is None else model
+        if key not in self.routes:
+            raise KeyError(f"no model {key!r} in this batcher")
+        encode = self.routes[key].translator.encode_source
+        jobs = [_Job(t, len(encode(t)), decoding, attention, Future(), key) for t in texts]
         with self._cond:
             if self._stopping:
                 raise Stopped("the server is shutting down")
@@ -208,7 +236,7 @@ class Batcher:
 
     def _take(self) -> list[_Job]:
         """The oldest job and its compatible successors, within the batch budget."""
-        decoding = self._queue[0].decoding
+        decoding, model = self._queue[0].decoding, self._queue[0].model
         taken: list[_Job] = []
         kept: deque[_Job] = deque()
         longest = 0
@@ -216,7 +244,7 @@ class Batcher:
             job = self._queue.popleft()
             width = max(longest, job.n_tokens)
             fits = len(taken) < self.max_sentences and width * (len(taken) + 1) <= self.max_tokens
-            if job.decoding == decoding and (fits or not taken):
+            if job.decoding == decoding and job.model == model and (fits or not taken):
                 taken.append(job)
                 longest = width
             else:
@@ -259,16 +287,17 @@ class Batcher:
             return
         started = time.monotonic()
         decoding = batch[0].decoding
+        route = self.routes[batch[0].model]
         try:
             search = search_config(
                 decoding.beam, decoding.n_best, length_penalty=self.length_penalty
             )
-            results = self.translator.translate(
+            results = route.translator.translate(
                 [j.text for j in batch],
                 search=search,
-                terms=self.terms,
-                steps=self.steps,
-                tag=self.tag,
+                terms=route.terms,
+                steps=route.steps,
+                tag=route.tag,
                 batch_size=len(batch),
             )
             out = []
@@ -278,7 +307,7 @@ class Batcher:
                 best = cands[0]
                 if job.attention and best.ids and best.pieces == 1:
                     # what the model read: without carried pictographs, in sentence case
-                    maps = self.translator.attention(best.read, tgt_ids=best.ids, tag=self.tag)
+                    maps = route.translator.attention(best.read, tgt_ids=best.ids, tag=route.tag)
                 out.append(SentenceResult(cands, maps))
         except Exception as exc:  # reported to the waiting requests as a 500
             self.stats.failed_batches += 1

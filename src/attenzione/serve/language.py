@@ -1,9 +1,8 @@
-"""Which languages the loaded model speaks, and which language a text is in.
+"""Which pairs the loaded models translate, and which language a text is in.
 
 A model directory knows its pair from ``info.json`` (``source_language`` /
-``target_language``, ISO 639-1 codes); a directory that does not say is taken to be what
-this project ships, English→Italian, and ``attenzione serve --source-lang/--target-lang``
-can say otherwise. ``/languages`` lists exactly that pair — never a language the model cannot
+``target_language``, ISO 639-1 codes; :mod:`attenzione.registry`). ``/languages`` lists
+exactly the loaded pairs, each source with its targets — never a language no model can
 translate.
 
 Detection uses py3langid (langid.py's model, shipped inside the package: offline, 140-odd
@@ -54,24 +53,36 @@ def language_name(code: str) -> str:
 
 
 class Languages:
-    """The model's pair, and detection restricted to (and ranked over) its languages."""
+    """The pairs the server translates, and detection ranked over their languages.
 
-    def __init__(self, source: str, target: str) -> None:
-        self.source = source.lower()
-        self.target = target.lower()
-        self.codes = [self.source] if self.source == self.target else [self.source, self.target]
+    ``Languages(("en", "it"), ("it", "en"))``: one pair per loaded model."""
+
+    def __init__(self, *pairs: tuple[str, str]) -> None:
+        if not pairs:
+            raise ValueError("a server translates at least one pair")
+        self.pairs = [(s.lower(), t.lower()) for s, t in pairs]
+        # every language named, sources first, in the order given (no repeats)
+        self.codes = list(dict.fromkeys([s for s, _ in self.pairs] + [t for _, t in self.pairs]))
         self._identifier: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def source(self) -> str:
+        """The first pair's source: the page's and /frontend/settings' default."""
+        return self.pairs[0][0]
+
+    @property
+    def target(self) -> str:
+        return self.pairs[0][1]
+
+    def targets(self, source: str) -> list[str]:
+        """The languages ``source`` is translated into."""
+        return [t for s, t in self.pairs if s == source]
+
     def listing(self) -> list[dict[str, Any]]:
-        """``GET /languages``: each language the model knows, with its real targets."""
+        """``GET /languages``: each language the server knows, with its real targets."""
         return [
-            {
-                "code": c,
-                "name": language_name(c),
-                "targets": [self.target] if c == self.source else [],
-            }
-            for c in self.codes
+            {"code": c, "name": language_name(c), "targets": self.targets(c)} for c in self.codes
         ]
 
     def _ident(self) -> Any:
@@ -88,13 +99,13 @@ class Languages:
 
     def sources(self) -> list[str]:
         """The languages this server translates from."""
-        return [self.source]
+        return list(dict.fromkeys(s for s, _ in self.pairs))
 
     def pair(self) -> str:
-        """What the server translates, for messages: ``English (en) → Italian (it)``."""
-        return (
-            f"{language_name(self.source)} ({self.source}) → "
-            f"{language_name(self.target)} ({self.target})"
+        """What the server translates, for messages: ``English (en) → Italian (it)`` (and
+        each further pair after a comma)."""
+        return ", ".join(
+            f"{language_name(s)} ({s}) → {language_name(t)} ({t})" for s, t in self.pairs
         )
 
     def identify(self, text: str) -> list[tuple[str, float]]:

@@ -37,17 +37,19 @@ _PAGE = """<!DOCTYPE html>
 <body>
 <header class="top">
   <h1>attenzione</h1><span id="lang-pair"></span>
+  <button type="button" id="swap" hidden title="Translate the other way"
+    aria-label="Swap languages">⇄</button>
   <nav><a href="docs">API docs</a><a href="spec">OpenAPI</a></nav>
 </header>
 <div id="key-row"><label for="api-key">API key</label> <input id="api-key" size="40"
   autocomplete="off"></div>
 <main id="text-translation">
 <div class="io">
-  <div><label for="input">English</label>
+  <div><label for="input" id="source-name">English</label>
   <textarea id="input" placeholder="Type or paste English…" autofocus{maxlength}
     aria-describedby="counter">{initial}</textarea>
   <div class="under"><span id="counter"></span></div></div>
-  <div><label for="output">Italian</label><div id="output" aria-live="polite"
+  <div><label for="output" id="target-name">Italian</label><div id="output" aria-live="polite"
     aria-busy="false"></div>
   <div class="under"><span id="busy" role="status"></span><span id="meta-conf"></span></div>
   </div>
@@ -65,7 +67,8 @@ _PAGE = """<!DOCTYPE html>
 <div class="tokens" id="src-tokens" aria-label="source tokens"></div>
 <p class="sentence"><b id="translation-label">Translation</b><span id="translation"></span></p>
 <div class="tokens" id="tgt-tokens" aria-label="target tokens"></div>
-<p class="hint">Hover an Italian token to light up the English tokens it attended to.
+<p class="hint">Hover a token of the <span class="target-lang">Italian</span> translation to
+light up the <span class="source-lang">English</span> tokens it attended to.
 Word alignment: <span id="alignment"></span></p>
 <div class="controls">
   <span><label>kind</label><span class="seg" id="kinds"></span></span>

@@ -94,7 +94,9 @@ class Service:
             raise ApiError(429, f"Slowdown: {limit} per 1 minute", {"Retry-After": "60"})
 
     # ------------------------------------------------------------------ /translate
-    def _source(self, fields: dict[str, Any], texts: list[str]) -> tuple[str, dict[str, Any]]:
+    def _source(self, fields: dict[str, Any], texts: list[str]) -> tuple[str, dict[str, Any], str]:
+        """The ``source`` as sent, the language taken (detected for ``auto``), and the key of
+        the model that translates it into ``target``."""
         source = (get_str(fields, "source") or "").strip().lower()
         target = (get_str(fields, "target") or "").strip().lower()
         if not source:
@@ -118,13 +120,18 @@ class Service:
             raise ApiError(400, f"{source} is not supported: this server translates {langs.pair()}")
         if target not in langs.codes:
             raise ApiError(400, f"{target} is not supported: this server translates {langs.pair()}")
-        if lang != langs.source or target != langs.target:
+        if target not in langs.targets(lang):
             raise ApiError(
                 400,
                 f"{language_name(target)} ({target}) is not available as a target language "
                 f"from {language_name(lang)} ({lang}): this server translates {langs.pair()}",
             )
-        return source, detected
+        return source, detected, self._route(lang, target)
+
+    def _route(self, source: str, target: str) -> str:
+        """The batcher's key for a pair: its one model, or the model named ``source-target``."""
+        routes = self.batcher.routes
+        return self.batcher.default if len(routes) == 1 else f"{source}-{target}"
 
     async def translate(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
         self.check_access(fields, client)
@@ -147,7 +154,7 @@ class Service:
                     400,
                     f"Invalid request: request ({len(text)}) exceeds text limit ({s.char_limit})",
                 )
-        source, detected = self._source(fields, texts)
+        source, detected, route = self._source(fields, texts)
         fmt = (get_str(fields, "format") or "text").strip().lower() or "text"
         if fmt not in ("text", "html"):
             raise ApiError(400, f"{fmt} format is not supported")
@@ -157,16 +164,18 @@ class Service:
         layer = get_int(fields, "attention_layer", None)
         head = get_int(fields, "attention_head", None)
         want_attention = want_attention or full
-        self._check_attention(layer, head)
+        self._check_attention(route, layer, head)
 
-        lang = self.languages.source
+        lang = detected["language"]
         plans = [plan_html(t, lang) if fmt == "html" else plan_text(t, lang) for t in texts]
         sentences = [p.text for plan in plans for p in plan if p.sentence]
         # As LibreTranslate, html gets an empty list of alternatives (one candidate each).
         n_best = 1 if fmt == "html" else n_alt + 1
         decoding = Decoding(beam=max(s.beam, n_best), n_best=n_best)
         try:
-            futures = self.batcher.submit(sentences, decoding, attention=want_attention)
+            futures = self.batcher.submit(
+                sentences, decoding, attention=want_attention, model=route
+            )
         except QueueFull as exc:
             raise ApiError(503, str(exc), {"Retry-After": "1"}) from None
         except Stopped as exc:
@@ -203,10 +212,10 @@ class Service:
             answer["detectedLanguage"] = [detected] * len(texts) if batch else detected
         return answer
 
-    def _check_attention(self, layer: int | None, head: int | None) -> None:
+    def _check_attention(self, route: str, layer: int | None, head: int | None) -> None:
         """Refuse a layer or head the model does not have before any decoding is spent
         (the same ranges :func:`~attenzione.serve.alignment.attention_payload` takes)."""
-        config = self.batcher.translator.model.config
+        config = self.batcher.routes[route].translator.model.config
         n_layers, n_heads = config.n_dec_layers, config.n_heads
         if layer is not None and not -n_layers <= layer < n_layers:
             raise ApiError(
@@ -301,7 +310,7 @@ class Service:
                 f"more than this server's limit of {s.file_chars}",
             )
         sample = MARKUP_TAG.sub(" ", " ".join(doc.segments)[:4000])
-        self._source(fields, [sample])
+        _, _, route = self._source(fields, [sample])
         decoding = Decoding(beam=s.beam, n_best=1)
         translations: list[str] = []
         step = max(1, min(s.batch_limit if s.batch_limit != -1 else 100, 100))
@@ -310,7 +319,9 @@ class Service:
             async with asyncio.timeout(s.file_timeout):
                 # a chunk at a time, so that texts sent meanwhile are not stuck behind it
                 for at in range(0, len(doc.segments), step):
-                    futures = self.batcher.submit(doc.segments[at : at + step], decoding)
+                    futures = self.batcher.submit(
+                        doc.segments[at : at + step], decoding, model=route
+                    )
                     for f in futures:
                         translations.append((await asyncio.wrap_future(f)).candidates[0].text)
         except TimeoutError:
@@ -359,6 +370,19 @@ class Service:
                 "source": {"code": src, "name": language_name(src)},
                 "target": {"code": tgt, "name": language_name(tgt)},
             },
+        }
+
+    def page_settings(self) -> dict[str, Any]:
+        """What the page needs: ``/frontend/settings`` and every direction it can switch to."""
+        return {
+            **self.frontend_settings(),
+            "directions": [
+                {
+                    "source": {"code": s, "name": language_name(s)},
+                    "target": {"code": t, "name": language_name(t)},
+                }
+                for s, t in self.languages.pairs
+            ],
         }
 
 

@@ -136,8 +136,9 @@ def openapi_spec(service: Service) -> dict[str, Any]:
     """The document for this server: its languages, its limits."""
     langs = service.languages
     fields = dict(_TRANSLATE_FIELDS)
-    fields["source"] = {**fields["source"], "enum": [langs.source, "auto"]}
-    fields["target"] = {**fields["target"], "enum": [langs.target]}
+    targets = list(dict.fromkeys(t for _, t in langs.pairs))
+    fields["source"] = {**fields["source"], "enum": [*langs.sources(), "auto"]}
+    fields["target"] = {**fields["target"], "enum": targets}
     if service.settings.alternatives_limit != -1:
         fields["alternatives"] = {
             **fields["alternatives"],

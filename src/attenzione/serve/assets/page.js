@@ -30,7 +30,36 @@
   const maps = new Map();  // sentence text → its attention payload (null: none to show)
 
   if (SETTINGS.keyRequired) document.body.classList.add("key-required");
-  $("#lang-pair").textContent = `${SETTINGS.language.source.name} → ${SETTINGS.language.target.name}`;
+
+  // ---------------------------------------------------------------- the direction
+  // Every pair the server translates (one per model); the swap button turns the direction
+  // round when the server has the reverse pair, and moves the translation into the box.
+  const DIRECTIONS = (SETTINGS.directions && SETTINGS.directions.length) ? SETTINGS.directions : [SETTINGS.language];
+  let direction = DIRECTIONS[0];
+  const reverseOf = (d) => DIRECTIONS.find((o) => o.source.code === d.target.code && o.target.code === d.source.code);
+  function showDirection() {
+    const { source, target } = direction;
+    $("#lang-pair").textContent = `${source.name} → ${target.name}`;
+    $("#source-name").textContent = source.name;
+    $("#target-name").textContent = target.name;
+    input.placeholder = `Type or paste ${source.name}…`;
+    input.setAttribute("lang", source.code);
+    $("#output").setAttribute("lang", target.code);
+    document.querySelectorAll(".source-lang").forEach((n) => { n.textContent = source.name; });
+    document.querySelectorAll(".target-lang").forEach((n) => { n.textContent = target.name; });
+    $("#swap").hidden = !reverseOf(direction);
+  }
+  function swap() {
+    const other = reverseOf(direction);
+    if (!other) return;
+    const translated = answer ? answer.translatedText : "";
+    direction = other;
+    maps.clear();  // the maps of the other direction's sentences
+    showDirection();
+    if (translated) input.value = translated;
+    changed();
+    input.focus();
+  }
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -100,7 +129,7 @@
   // POST /translate; resolves to {ok, status, data}, rejects on a network error or abort.
   async function post(fields, signal) {
     const body = {
-      source: SETTINGS.language.source.code, target: SETTINGS.language.target.code,
+      source: direction.source.code, target: direction.target.code,
       format: "text", ...fields,
     };
     const key = $("#api-key").value.trim();
@@ -269,8 +298,8 @@
     filePending = ctrl;
     const form = new FormData();
     form.append("file", file, file.name);
-    form.append("source", SETTINGS.language.source.code);
-    form.append("target", SETTINGS.language.target.code);
+    form.append("source", direction.source.code);
+    form.append("target", direction.target.code);
     const key = $("#api-key").value.trim();
     if (key) form.append("api_key", key);
     fileState("busy", `Translating ${file.name}…`);
@@ -287,7 +316,7 @@
     if (mine !== fileSeq) return;  // another file was chosen meanwhile
     filePending = null;
     if (!r.ok || typeof r.data.translatedFileUrl !== "string") { fileState("error", message(r)); return; }
-    fileState("done", `${file.name} in ${SETTINGS.language.target.name}: `);
+    fileState("done", `${file.name} in ${direction.target.name}: `);
     const link = el("a", { id: "file-link", href: downloadHref(r.data.translatedFileUrl), download: file.name },
       `download ${file.name}`);
     $("#file-status").appendChild(link);
@@ -305,6 +334,8 @@
 
   input.addEventListener("input", changed);
   $("#api-key").addEventListener("change", changed);
+  $("#swap").addEventListener("click", swap);
+  showDirection();
   counter();
   setState("idle");
   setAttention("");

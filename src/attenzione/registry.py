@@ -1,0 +1,129 @@
+"""The models a user can name by language pair: those shipped in the package, and their own.
+
+A model directory says which pair it translates in its ``info.json`` (``source_language`` /
+``target_language``, ISO 639-1 codes, written by ``attenzione train``); one that does not say
+is read from its directory's name (``en-it``). The package ships one directory per pair
+under ``attenzione/pretrained/``. A user's own models are found the same way in the folders
+listed in the environment variable :data:`ENV` (separated by ``:``, ``;`` on Windows), each
+holding one model directory per pair; a pair found there is taken before the shipped one, so
+that a model trained at home replaces the shipped one without a ``--model`` on every call.
+
+This module reads JSON only (no torch): ``attenzione models`` and the option checks that use
+it answer at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PRETRAINED_ROOT = Path(__file__).resolve().parent / "pretrained"
+#: The environment variable naming folders of one's own model directories.
+ENV = "ATTENZIONE_MODELS"
+#: The pair a call that names none translates.
+DEFAULT_PAIR = ("en", "it")
+
+
+class UnknownPair(ValueError):
+    """No installed model translates the pair asked for (the message names those there are)."""
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    """One model directory found by :func:`installed`."""
+
+    source: str
+    target: str
+    path: Path
+    shipped: bool
+    info: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def pair(self) -> str:
+        return f"{self.source}-{self.target}"
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+
+
+def _read_info(path: Path) -> dict[str, Any]:
+    try:
+        info = json.loads((path / "info.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _model_at(path: Path, shipped: bool) -> InstalledModel | None:
+    """The model directory at ``path``, or None when it is not one (no config.json) or its
+    pair cannot be told."""
+    if not (path / "config.json").is_file():
+        return None
+    info = _read_info(path)
+    source, target = info.get("source_language"), info.get("target_language")
+    if not (isinstance(source, str) and isinstance(target, str)):
+        source, sep, target = path.name.partition("-")
+        if not sep or not source or not target:
+            return None
+    return InstalledModel(source.lower(), target.lower(), path, shipped, info)
+
+
+def search_path() -> list[tuple[Path, bool]]:
+    """The folders searched, in order: those of :data:`ENV`, then the package's own."""
+    user = [Path(p) for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    return [*((p, False) for p in user), (PRETRAINED_ROOT, True)]
+
+
+def installed() -> list[InstalledModel]:
+    """Every model directory found, one per pair (the first found wins), by pair."""
+    found: dict[str, InstalledModel] = {}
+    for root, shipped in search_path():
+        if not root.is_dir():
+            continue
+        for path in sorted(root.iterdir()):
+            model = _model_at(path, shipped) if path.is_dir() else None
+            if model is not None:
+                found.setdefault(model.pair, model)
+    return sorted(found.values(), key=lambda m: m.pair)
+
+
+def pairs_text(models: list[InstalledModel]) -> str:
+    return ", ".join(m.pair for m in models) or "none"
+
+
+def find(source: str | None = None, target: str | None = None) -> InstalledModel:
+    """The installed model from ``source`` to ``target``; either may be None when the other
+    leaves one model (``--from it``), both None give English→Italian.
+
+    :class:`UnknownPair` (one line, naming the installed pairs) when there is none, or when
+    several fit and the call must say which.
+    """
+    source = source.strip().lower() if source else None
+    target = target.strip().lower() if target else None
+    if source is None and target is None:
+        source, target = DEFAULT_PAIR
+    models = installed()
+    fits = [
+        m
+        for m in models
+        if (source is None or m.source == source) and (target is None or m.target == target)
+    ]
+    if len(fits) == 1:
+        return fits[0]
+    asked = (
+        f"{source}→{target}"
+        if source and target
+        else f"from {source}"
+        if source
+        else f"into {target}"
+    )
+    if not fits:
+        raise UnknownPair(
+            f"no installed model translates {asked}: the installed pairs are {pairs_text(models)}"
+        )
+    raise UnknownPair(
+        f"several installed models fit {asked} ({pairs_text(fits)}): give both --from and --to"
+    )

@@ -1,0 +1,138 @@
+"""One service, several models: routing by source and target, auto detection among the
+sources it has, the worker's batches (one model each), and the CLI with two directories."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from attenzione.config import search_config
+from attenzione.data import WordTokenizer
+from attenzione.model import Transformer
+from attenzione.pipeline import Pipeline
+from attenzione.scoring import Terms
+from attenzione.serve import Batcher, Languages, Service, Settings
+from attenzione.serve.batcher import Decoding, Route
+from attenzione.serve.fields import ApiError
+from attenzione.translator import Translator
+from serve_helpers import running_server
+from tiny_model import PAROLE, WORDS, tiny_config
+
+
+def tiny(src_words: list[str], tgt_words: list[str], source: str, target: str) -> Translator:
+    """An untrained tiny model reading ``src_words`` and writing ``tgt_words``."""
+    torch.manual_seed(0)
+    src = WordTokenizer.train([" ".join(src_words)])
+    tgt = WordTokenizer.train([" ".join(tgt_words)])
+    model = Transformer(tiny_config(src.vocab_size, tgt.vocab_size))
+    info = {"max_src_tokens": 20, "source_language": source, "target_language": target}
+    return Translator(model, src, tgt, info=info)
+
+
+MODELS = {"en-it": (WORDS, PAROLE), "it-en": (PAROLE, WORDS)}
+TEXTS = ["the cat is here .", "il gatto è qui .", "the old dog is there ."]
+
+
+def direct(translator: Translator, texts: list[str]) -> list[str]:
+    """What the model alone writes for ``texts``, greedy, called directly."""
+    search = search_config(1)
+    return [
+        r.text for r in translator.translate(texts, search=search, steps=(), terms=Terms.none())
+    ]
+
+
+def service() -> Service:
+    routes = {
+        pair: Route(tiny(s, t, *pair.split("-")), steps=Pipeline.build(()), terms=Terms.none())
+        for pair, (s, t) in MODELS.items()
+    }
+    return Service(
+        Batcher(routes, max_queue=64), Languages(("en", "it"), ("it", "en")), Settings(beam=1)
+    )
+
+
+def call(svc: Service, coro: Any) -> Any:
+    async def run() -> Any:
+        svc.batcher.start()
+        try:
+            return await coro
+        finally:
+            svc.batcher.stop()
+
+    return asyncio.run(run())
+
+
+def test_languages_lists_each_source_with_its_targets() -> None:
+    assert service().languages.listing() == [
+        {"code": "en", "name": "English", "targets": ["it"]},
+        {"code": "it", "name": "Italian", "targets": ["en"]},
+    ]
+
+
+def test_translate_routes_by_source_and_target() -> None:
+    svc = service()
+    expected = {p: direct(r.translator, TEXTS) for p, r in svc.batcher.routes.items()}
+    assert expected["en-it"] != expected["it-en"]  # the two models tell themselves apart
+    for pair in MODELS:
+        source, target = pair.split("-")
+        svc = service()
+        fields = {"q": TEXTS, "source": source, "target": target}
+        assert call(svc, svc.translate(fields, "c"))["translatedText"] == expected[pair], pair
+
+
+def test_auto_detects_among_the_sources_the_server_has() -> None:
+    svc = service()
+    text = "Il gatto è qui, e il cane vecchio dorme lì vicino alla porta della cucina."
+    (expected,) = direct(svc.batcher.routes["it-en"].translator, [text])
+    answer = call(svc, svc.translate({"q": text, "source": "auto", "target": "en"}, "c"))
+    assert answer["detectedLanguage"]["language"] == "it"
+    assert answer["translatedText"] == expected
+
+
+def test_a_pair_no_model_translates_is_a_400_naming_the_pairs() -> None:
+    svc = service()
+    with pytest.raises(ApiError) as err:
+        call(svc, svc.translate({"q": "il gatto", "source": "it", "target": "it"}, "c"))
+    assert err.value.status == 400
+    assert "English (en) → Italian (it), Italian (it) → English (en)" in err.value.message
+
+
+def test_a_batch_holds_the_sentences_of_one_model() -> None:
+    svc = service()
+    batcher = svc.batcher
+    futures = []
+    for n in range(6):  # submitted before the worker starts: all wait together
+        model = "en-it" if n % 2 else "it-en"
+        futures += batcher.submit(["the cat ."], Decoding(beam=1), model=model)
+    batcher.start()
+    try:
+        for f in futures:
+            f.result(timeout=60)
+    finally:
+        batcher.stop()
+    stats = batcher.snapshot()
+    assert stats["sentences"] == 6 and stats["batches"] == 2  # one batch per model
+
+
+def test_serve_loads_several_model_directories(tmp_path: Path) -> None:
+    from libretranslatepy import LibreTranslateAPI
+
+    dirs, expected = [], {}
+    for pair, (src, tgt) in MODELS.items():
+        path = tiny(src, tgt, *pair.split("-")).save_pretrained(tmp_path / pair)
+        expected[pair] = direct(Translator.from_pretrained(path), ["il gatto è qui ."])[0]
+        dirs += ["--model", str(path)]
+    assert expected["en-it"] != expected["it-en"]
+    with running_server(tmp_path, *dirs, "--raw", "--beam", "1") as server:
+        lt = LibreTranslateAPI(server.url)
+        assert {x["code"]: x["targets"] for x in lt.languages()} == {"en": ["it"], "it": ["en"]}
+        assert lt.translate("il gatto è qui .", "en", "it") == expected["en-it"]
+        assert lt.translate("il gatto è qui .", "it", "en") == expected["it-en"]
+        with urllib.request.urlopen(server.url + "/", timeout=30) as r:
+            page = r.read().decode("utf-8")
+        assert '"directions":[' in page and 'id="swap"' in page

@@ -20,7 +20,7 @@ from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.batcher import Decoding, Route
 from attenzione.serve.fields import ApiError
 from attenzione.translator import Translator
-from serve_helpers import running_server
+from serve_helpers import post, running_server
 from tiny_model import PAROLE, WORDS, tiny_config
 
 
@@ -136,3 +136,52 @@ def test_serve_loads_several_model_directories(tmp_path: Path) -> None:
         with urllib.request.urlopen(server.url + "/", timeout=30) as r:
             page = r.read().decode("utf-8")
         assert '"directions":[' in page and 'id="swap"' in page
+
+
+@pytest.mark.timeout(300)
+def test_the_page_switches_direction_and_swaps_text_and_translation(tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from serve_helpers import chrome
+
+    dirs = []
+    for pair, (src, tgt) in MODELS.items():
+        dirs += ["--model", str(tiny(src, tgt, *pair.split("-")).save_pretrained(tmp_path / pair))]
+    with running_server(tmp_path, *dirs, "--raw", "--frontend-timeout", "200") as server:
+        driver = chrome()
+        try:
+            driver.get(server.url + "/")
+            driver.execute_script(
+                "window.__sent = []; const f = window.fetch; window.fetch = (u, i) => "
+                "{ if (i && typeof i.body === 'string') window.__sent.push(JSON.parse(i.body));"
+                " return f(u, i); };"
+            )
+            body = driver.find_element(By.TAG_NAME, "body")
+            box = driver.find_element(By.ID, "input")
+            swap = driver.find_element(By.ID, "swap")
+            assert driver.find_element(By.ID, "lang-pair").text == "English → Italian"
+            assert swap.is_displayed()
+            box.send_keys("the cat is here .")
+            wait = WebDriverWait(driver, 120)
+            wait.until(lambda d: body.get_attribute("data-state") == "done")
+            translated = driver.find_element(By.ID, "output").text
+            assert translated
+            swap.click()
+            assert driver.find_element(By.ID, "lang-pair").text == "Italian → English"
+            assert driver.find_element(By.ID, "source-name").text == "Italian"
+            assert driver.find_element(By.ID, "target-name").text == "English"
+            assert box.get_attribute("lang") == "it"
+            assert box.get_attribute("value") == translated  # the translation is the new text
+            wait.until(lambda d: body.get_attribute("data-state") == "done")
+            sent = driver.execute_script("return window.__sent")
+            last = [b for b in sent if "q" in b and not b.get("attention_all")][-1]
+            assert (last["source"], last["target"], last["q"]) == ("it", "en", translated)
+            _, direct = post(
+                server.url + "/translate", {"q": translated, "source": "it", "target": "en"}
+            )
+            assert driver.find_element(By.ID, "output").text == direct["translatedText"]
+            errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+            assert errors == [], errors
+        finally:
+            driver.quit()

@@ -22,6 +22,7 @@ LAYERS = {
     "positional": 0,
     "cache": 0,
     "atomic": 0,
+    "registry": 0,
     "attention": 1,
     "embeddings": 1,
     "layers": 2,

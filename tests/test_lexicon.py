@@ -363,7 +363,7 @@ def test_translated_words_round_trip_through_a_model_directory(tmp_path: Path) -
 def test_the_shipped_model_translates_a_word_its_data_never_copies() -> None:
     tr = Translator.from_pretrained()
     assert tr.translated_words is not None and len(tr.translated_words) > 10_000
-    assert {"july", "police", "vaccine"} <= set(tr.translated_words)
+    assert {"july", "yesterday", "vaccine"} <= set(tr.translated_words)
     assert not {"tom", "boston"} & set(tr.translated_words)
     # an odd sentence, but the one where the model's likeliest word is the English one
     sentence = "Former president Jimmy Carter visited the vaccine."

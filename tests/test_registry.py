@@ -93,3 +93,41 @@ def test_models_lists_each_pair_with_its_figures(own_models: Path) -> None:
     assert rows["en-it"]["shipped"] and not rows["it-en"]["shipped"]
     table = CliRunner().invoke(app, ["models"]).output.splitlines()
     assert table[0].split()[0] == "pair" and any(line.startswith("fr-en") for line in table)
+
+
+def test_attention_and_evaluate_take_the_pair_too(own_models: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "attn"
+    res = runner.invoke(
+        app,
+        [
+            "attention",
+            "--from",
+            "it",
+            "--to",
+            "en",
+            "il gatto è qui",
+            "--out",
+            str(out),
+            "--no-png",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert (out / "attention.html").is_file()
+    # an en-it test file scored Italian→English: --reverse reads its second column as the source
+    data = tmp_path / "test.tsv"
+    data.write_text("the cat is here .\til gatto è qui .\nthe dog .\til cane .\n", encoding="utf-8")
+    res = runner.invoke(
+        app,
+        ["evaluate", "--from", "it", "--to", "en", "--reverse", "--data", str(data), "--beam", "1"]
+        + ["--json", "--raw", "--hypotheses", str(tmp_path / "hyp.txt")],
+    )
+    assert res.exit_code == 0, res.output
+    scores = json.loads(res.output)
+    assert scores["pairs"] == 2
+    direct = runner.invoke(
+        app,
+        ["translate", "--from", "it", "--to", "en", "--raw", "--beam", "1"]
+        + ["il gatto è qui .", "il cane ."],
+    )
+    assert (tmp_path / "hyp.txt").read_text(encoding="utf-8") == direct.output

@@ -19,7 +19,9 @@ from attenzione.cli.common import (
 
 
 def attention(
-    sentence: str = typer.Argument(..., help="The English sentence to look inside."),
+    sentence: str = typer.Argument(
+        ..., help="The sentence to look inside (in the model's source language)."
+    ),
     model: Path | None = typer.Option(
         None,
         "--model",

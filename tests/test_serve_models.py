@@ -19,6 +19,7 @@ from attenzione.scoring import Terms
 from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.batcher import Decoding, Route
 from attenzione.serve.fields import ApiError
+from attenzione.serve.files import FileStore
 from attenzione.translator import Translator
 from serve_helpers import post, running_server
 from tiny_model import PAROLE, WORDS, tiny_config
@@ -185,3 +186,19 @@ def test_the_page_switches_direction_and_swaps_text_and_translation(tmp_path: Pa
             assert errors == [], errors
         finally:
             driver.quit()
+
+
+def test_a_document_goes_to_the_model_of_its_pair(tmp_path: Path) -> None:
+    svc = service()
+    svc.files = FileStore(tmp_path, ttl=600, max_bytes=10**6)
+    text = "il gatto è qui .\n\nthe dog is there .\n"
+    name = call(
+        svc,
+        svc.translate_file({"source": "it", "target": "en"}, ("a.txt", text.encode()), "c"),
+    )
+    path = svc.files.get(name)
+    assert path is not None
+    paragraphs = [p for p in text.split("\n") if p.strip()]
+    expected = direct(svc.batcher.routes["it-en"].translator, paragraphs)
+    assert path.read_text(encoding="utf-8").split("\n\n")[0].strip() == expected[0]
+    assert expected != direct(svc.batcher.routes["en-it"].translator, paragraphs)

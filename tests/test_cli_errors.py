@@ -297,3 +297,24 @@ def test_device_cuda_without_a_gpu_is_one_line(corpus: Path, tmp_path: Path) -> 
 
 def test_embeddings_k_is_checked_where_it_is_parsed() -> None:
     _one_line_error(_run(["embeddings", "nearest", "king", "-k", "0"]), "-k must be >= 1")
+
+
+def test_help_option_errors_and_models_do_not_import_torch() -> None:
+    """``--help``, an option error, an unknown pair and ``attenzione models`` answer without
+    loading torch (seconds of start-up): checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from typer.testing import CliRunner
+from attenzione.cli import app
+calls = [["--help"], ["translate", "--help"], ["serve", "--help"], ["train", "--help"],
+         ["translate", "--beam", "0", "x"], ["translate", "--from", "de", "Hallo"], ["models"]]
+codes = [CliRunner().invoke(app, args).exit_code for args in calls]
+print(codes, "torch" in sys.modules)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[0, 0, 0, 0, 2, 2, 0] False", out.stdout + out.stderr

@@ -18,6 +18,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+# How a translation writes the source's numbers: ``keep`` as the model wrote them, ``comma``
+# 1.234,5 (Italian), ``point`` 1,234.5 (English); see attenzione.data.numbers.
+NUMBER_FORMATS = ("keep", "comma", "point")
+
 Positions = Literal["sinusoidal", "learned"]
 NormPlacement = Literal["post", "pre"]
 

@@ -176,7 +176,7 @@ def pipeline_of(translator: Any, no_step: list[str], raw: bool) -> tuple[Any, An
 
 def number_format_option() -> Any:
     """``--number-format``, as ``translate``, ``evaluate`` and ``serve`` take it."""
-    from attenzione.data.numbers import NUMBER_FORMATS
+    from attenzione.config import NUMBER_FORMATS
 
     choices = ("model", *NUMBER_FORMATS)
 

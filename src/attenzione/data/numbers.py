@@ -22,6 +22,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from attenzione import config
+
 # digits, optionally grouped, with a decimal part, or joined into one expression by - / :
 # ("2017", "1,000", "3.5", "555-1234", "10:30", "2017-05-01"): one number to copy whole
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,:/-]\d+)*(?!\w)")
@@ -198,7 +200,8 @@ def restore_currency(source: str, translation: str) -> str:
 # "55,000 barrels" digit for digit is exact but reads as English: the Italian references write
 # "2,3 milioni" and "55.000 barili". ``comma`` is the Italian (and German, French, Spanish …)
 # convention, ``point`` the English one, ``keep`` leaves numbers as the model wrote them.
-NUMBER_FORMATS = ("keep", "comma", "point")
+# (Defined in config, which imports no torch, so that the command line can list them at once.)
+NUMBER_FORMATS = config.NUMBER_FORMATS
 
 # How each convention writes a number, keyed by the convention: thousands groups (English
 # 1,234, Italian 1.234: three digits a group) and a decimal part (English 2.3, Italian 2,3).

@@ -202,3 +202,12 @@ def test_a_document_goes_to_the_model_of_its_pair(tmp_path: Path) -> None:
     expected = direct(svc.batcher.routes["it-en"].translator, paragraphs)
     assert path.read_text(encoding="utf-8").split("\n\n")[0].strip() == expected[0]
     assert expected != direct(svc.batcher.routes["en-it"].translator, paragraphs)
+
+
+def test_auto_on_text_too_short_to_tell_takes_a_source_that_reaches_the_target() -> None:
+    langs = Languages(("en", "it"), ("it", "en"))
+    for text in ("Ciao!", "Hello!", "OK"):
+        ranked = langs.identify(text)
+        assert ranked[0][1] < 0.5, (text, ranked[:3])  # the identifier cannot tell
+        assert langs.detect_source(text, "en")["language"] == "it"
+        assert langs.detect_source(text, "it")["language"] == "en"

@@ -122,21 +122,27 @@ class Languages:
             merged[key] = merged.get(key, 0.0) + float(prob)
         return sorted(merged.items(), key=lambda kv: kv[1], reverse=True)
 
-    def detect(self, text: str, top: int = 3) -> list[dict[str, Any]]:
+    def detect(
+        self, text: str, top: int = 3, prefer: list[str] | None = None
+    ) -> list[dict[str, Any]]:
         """``POST /detect``: ``[{"confidence": 0–100, "language"}]``, most likely first.
 
         The server's languages are always listed; other languages only among the ``top``
         most likely. When the identifier is unsure (its best below :data:`SURE`), the
-        server's source languages come first.
+        languages of ``prefer`` (default: the server's sources) come first.
         """
         ranked = self.identify(text)
         sure = bool(ranked) and ranked[0][1] >= SURE
         order = list(ranked)
         if not sure:
-            order.sort(key=lambda kv: kv[0] not in self.sources())  # stable: by probability
+            first = self.sources() if prefer is None else prefer
+            order.sort(key=lambda kv: kv[0] not in first)  # stable: by probability
         shown = [kv for i, kv in enumerate(order) if i < top or kv[0] in self.codes]
         return [{"confidence": round(100.0 * p, 2), "language": c} for c, p in shown]
 
-    def detect_source(self, text: str) -> dict[str, Any]:
-        """The language of a text sent with ``source: "auto"``: the first of :meth:`detect`."""
-        return self.detect(text, top=1)[0]
+    def detect_source(self, text: str, target: str | None = None) -> dict[str, Any]:
+        """The language of a text sent with ``source: "auto"``: the first of :meth:`detect`.
+        On text too short to tell, the sources that translate into ``target`` come first
+        ("Ciao!" to English is read as Italian on a server with both directions)."""
+        prefer = [s for s, t in self.pairs if t == target] or None
+        return self.detect(text, top=1, prefer=prefer)[0]

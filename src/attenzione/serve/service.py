@@ -106,7 +106,7 @@ class Service:
         detected: dict[str, Any] = {"confidence": 100.0, "language": source}
         langs = self.languages
         if source == "auto":
-            detected = langs.detect_source(" ".join(texts))
+            detected = langs.detect_source(" ".join(texts), target)
             found = detected["language"]
             if found not in langs.sources():
                 raise ApiError(

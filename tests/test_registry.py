@@ -131,3 +131,17 @@ def test_attention_and_evaluate_take_the_pair_too(own_models: Path, tmp_path: Pa
         + ["il gatto è qui .", "il cane ."],
     )
     assert (tmp_path / "hyp.txt").read_text(encoding="utf-8") == direct.output
+
+
+def test_a_pair_is_read_from_info_json_in_any_case_else_from_the_directory_name(
+    tmp_path: Path,
+) -> None:
+    from attenzione.registry import DEFAULT_PAIR, pair_of
+
+    upper = _save(tmp_path / "mine", "IT", "En")
+    assert pair_of(upper) == ("it", "en")
+    bare = tiny_translator().save_pretrained(tmp_path / "de-en")  # no languages in info.json
+    assert pair_of(bare) == ("de", "en")
+    assert pair_of(tiny_translator().save_pretrained(tmp_path / "best")) == DEFAULT_PAIR
+    res = CliRunner().invoke(app, ["translate", "--model", str(upper), "--from", "it", "the cat"])
+    assert res.exit_code == 0, res.output  # "IT" in info.json is it

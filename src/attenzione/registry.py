@@ -57,23 +57,31 @@ def _read_info(path: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def pair_of(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The pair a model directory translates, lower-case: its ``info.json``'s, else its
+    directory's name (``it-en``), else English→Italian (what this project trained first)."""
+    info = _read_info(path) if info is None else info
+    source, target = info.get("source_language"), info.get("target_language")
+    if isinstance(source, str) and isinstance(target, str) and source and target:
+        return source.lower(), target.lower()
+    source, sep, target = Path(path).name.partition("-")
+    if sep and source.isalpha() and target.isalpha() and 2 <= len(source) <= 3 >= len(target) >= 2:
+        return source.lower(), target.lower()
+    return DEFAULT_PAIR
+
+
 def _model_at(path: Path, shipped: bool) -> InstalledModel | None:
-    """The model directory at ``path``, or None when it is not one (no config.json) or its
-    pair cannot be told."""
+    """The model directory at ``path``, or None when it is not one (no config.json)."""
     if not (path / "config.json").is_file():
         return None
     info = _read_info(path)
-    source, target = info.get("source_language"), info.get("target_language")
-    if not (isinstance(source, str) and isinstance(target, str)):
-        source, sep, target = path.name.partition("-")
-        if not sep or not source or not target:
-            return None
-    return InstalledModel(source.lower(), target.lower(), path, shipped, info)
+    source, target = pair_of(path, info)
+    return InstalledModel(source, target, path, shipped, info)
 
 
 def search_path() -> list[tuple[Path, bool]]:
     """The folders searched, in order: those of :data:`ENV`, then the package's own."""
-    user = [Path(p) for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    user = [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
     return [*((p, False) for p in user), (PRETRAINED_ROOT, True)]
 
 

@@ -294,14 +294,10 @@ def model_path(model: Path | None, source: str | None, target: str | None) -> Pa
     if model is None:
         return find(source, target).path
     if source is not None or target is not None:
-        import json
+        from attenzione.registry import pair_of
 
-        try:
-            info = json.loads((model / "info.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            info = {}
-        have = (info.get("source_language"), info.get("target_language"))
+        have = pair_of(model)
         for asked, has, flag in ((source, have[0], "--from"), (target, have[1], "--to")):
-            if asked is not None and has is not None and asked != has:
+            if asked is not None and asked != has:
                 fail(f"{flag} {asked}: the model at {model} translates {have[0]}→{have[1]}")
     return model

@@ -42,7 +42,7 @@ def evaluate(
         False,
         "--reverse",
         help="The file's second column is the source and its first the reference (an en-it "
-        "test set scored with --from it --to en).",
+        "test set scored Italian→English: the it-en model unless --model/--from/--to say).",
     ),
     target: str | None = to_option(),
     precision: str = typer.Option(
@@ -89,6 +89,8 @@ def evaluate(
         check_number_flags(number_format, names, raw)
         if compare_raw and raw:
             fail("--compare-raw already scores the raw model beside the pipeline: drop --raw")
+        if reverse and model is None and source is None and target is None:
+            source, target = "it", "en"  # an en-it file read the other way: the it→en model
         directory = model_path(model, source, target)
         pairs = load_corpus(data)[:limit]
         if reverse:

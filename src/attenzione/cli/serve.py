@@ -254,7 +254,7 @@ def serve(
         check_number_flags(number_format, names, raw)
         import torch
 
-        from attenzione.registry import installed
+        from attenzione.registry import installed, pair_of
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
         from attenzione.serve.batcher import Route
         from attenzione.serve.files import FileStore
@@ -269,6 +269,11 @@ def serve(
             fail("no model is installed: give --model DIR")
         if (source_lang or target_lang) and len(directories) > 1:
             fail("--source-lang/--target-lang name the pair of one model: serve one --model")
+        if number_format != "model" and len(directories) > 1:
+            fail(
+                "--number-format would write every model's numbers one way: serve one --model "
+                "(each model writes its own target language's by default)"
+            )
         routes: dict[str, Route] = {}
         pairs: list[tuple[str, str]] = []
         for directory in directories:
@@ -276,10 +281,8 @@ def serve(
             set_number_format(translator, number_format)
             steps, terms = pipeline_of(translator, names, raw)
             translator.translate([""], tag=tag)  # an unknown tag: one line now, not later
-            pair = (
-                source_lang or str(translator.info.get("source_language", "en")),
-                target_lang or str(translator.info.get("target_language", "it")),
-            )
+            found = pair_of(directory, translator.info)
+            pair = ((source_lang or found[0]).lower(), (target_lang or found[1]).lower())
             key = f"{pair[0]}-{pair[1]}"
             if key in routes:
                 fail(f"two models translate {key}: serve one of them ({directory})")
@@ -332,7 +335,7 @@ def serve(
                 super().handle_exit(sig, frame)
 
         typer.echo(
-            f"attenzione serve: {languages.source}→{languages.target}, "
+            f"attenzione serve: {', '.join(f'{s}→{t}' for s, t in languages.pairs)}, "
             f"{torch.get_num_threads()} torch threads, beam {beam}; "
             f"page and API at http://{host}:{port}/",
             err=True,

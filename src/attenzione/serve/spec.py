@@ -185,7 +185,8 @@ def openapi_spec(service: Service) -> dict[str, Any]:
             "title": "attenzione",
             "version": "0.1.0",
             "description": "LibreTranslate-compatible translation "
-            f"({langs.source}→{langs.target}) with a Transformer written from first "
+            f"({', '.join(f'{s}→{t}' for s, t in langs.pairs)}) with a Transformer written "
+            "from first "
             "principles, plus confidence scores and attention maps on request. "
             'Errors are `{"error": "…"}`.',
         },

@@ -88,6 +88,7 @@
     const busy = name === "waiting" || name === "translating";
     $("#output").setAttribute("aria-busy", String(busy));
     $("#busy").textContent = busy ? "Translating…" : "";
+    $("#swap").disabled = busy;  // the box's text has no translation to swap in yet
     $("#busy").classList.toggle("on", busy);
   }
   function setAttention(name, note) {
@@ -296,10 +297,11 @@
     const ctrl = new AbortController();
     if (filePending) filePending.abort();
     filePending = ctrl;
+    const sent = direction;  // a swap while the file is on its way does not relabel it
     const form = new FormData();
     form.append("file", file, file.name);
-    form.append("source", direction.source.code);
-    form.append("target", direction.target.code);
+    form.append("source", sent.source.code);
+    form.append("target", sent.target.code);
     const key = $("#api-key").value.trim();
     if (key) form.append("api_key", key);
     fileState("busy", `Translating ${file.name}…`);
@@ -316,7 +318,7 @@
     if (mine !== fileSeq) return;  // another file was chosen meanwhile
     filePending = null;
     if (!r.ok || typeof r.data.translatedFileUrl !== "string") { fileState("error", message(r)); return; }
-    fileState("done", `${file.name} in ${direction.target.name}: `);
+    fileState("done", `${file.name} in ${sent.target.name}: `);
     const link = el("a", { id: "file-link", href: downloadHref(r.data.translatedFileUrl), download: file.name },
       `download ${file.name}`);
     $("#file-status").appendChild(link);

@@ -31,18 +31,10 @@ import torch
 from attenzione.registry import find
 from attenzione.serve.batcher import Batcher, Decoding, Route
 from attenzione.translator import Translator
+from bench.serve import FALLBACK
 
 SENTENCES = {
-    "en": [
-        "Where is the train station?",
-        "I am hungry.",
-        "The cat is sleeping on the sofa.",
-        "We will leave tomorrow morning.",
-        "She reads a book every week.",
-        "My brother lives in Rome.",
-        "Can you help me carry these boxes upstairs?",
-        "I have never seen such a beautiful sunset.",
-    ],
+    "en": FALLBACK,
     "it": [
         "Dov'è la stazione dei treni?",
         "Ho fame.",

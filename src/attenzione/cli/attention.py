@@ -12,6 +12,7 @@ from attenzione.cli.common import (
     check_output_dir,
     fail,
     from_option,
+    model_option,
     model_path,
     to_option,
     user_errors,
@@ -22,12 +23,7 @@ def attention(
     sentence: str = typer.Argument(
         ..., help="The sentence to look inside (in the model's source language)."
     ),
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help="Model directory (default: the installed model of --from/--to, en→it).",
-    ),
+    model: Path | None = model_option(),
     source: str | None = from_option(),
     target: str | None = to_option(),
     reference: str | None = typer.Option(

@@ -264,6 +264,16 @@ def check_output_dir(path: Path, what: str) -> None:
         fail(f"{what} {path}: permission denied (cannot write in {existing})")
 
 
+def model_option() -> Any:
+    """``--model DIR``: a model directory instead of the installed model of the pair."""
+    return typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="Model directory (default: the installed model of --from/--to, en→it).",
+    )
+
+
 def from_option() -> Any:
     """``--from CODE``: the source language; picks the installed model of the pair."""
     return typer.Option(

@@ -15,6 +15,7 @@ from attenzione.cli.common import (
     check_writable,
     fail,
     from_option,
+    model_option,
     model_path,
     no_step_option,
     number_format_option,
@@ -31,12 +32,7 @@ def evaluate(
     data: Path = typer.Option(
         ..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."
     ),
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help="Model directory (default: the installed model of --from/--to, en→it).",
-    ),
+    model: Path | None = model_option(),
     source: str | None = from_option(),
     reverse: bool = typer.Option(
         False,

@@ -31,6 +31,7 @@ from attenzione.cli.common import (
     from_option,
     given,
     in_range,
+    model_option,
     model_path,
     no_step_option,
     number_format_option,
@@ -67,12 +68,7 @@ def translate(
         help="Write translations here, one per line; for a document, the translated document "
         "(same format).",
     ),
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help="Model directory (default: the installed model of --from/--to, en→it).",
-    ),
+    model: Path | None = model_option(),
     source: str | None = from_option(),
     target: str | None = to_option(),
     precision: str = typer.Option(

@@ -129,14 +129,15 @@ class Languages:
 
         The server's languages are always listed; other languages only among the ``top``
         most likely. When the identifier is unsure (its best below :data:`SURE`), the
-        languages of ``prefer`` (default: the server's sources) come first.
+        languages of ``prefer`` (default: the server's sources, the first pair's first) come
+        first, in that order: what a server's traffic mostly is.
         """
         ranked = self.identify(text)
         sure = bool(ranked) and ranked[0][1] >= SURE
         order = list(ranked)
-        if not sure:
+        if not sure:  # the preferred languages first, in their order; the rest by probability
             first = self.sources() if prefer is None else prefer
-            order.sort(key=lambda kv: kv[0] not in first)  # stable: by probability
+            order.sort(key=lambda kv: first.index(kv[0]) if kv[0] in first else len(first))
         shown = [kv for i, kv in enumerate(order) if i < top or kv[0] in self.codes]
         return [{"confidence": round(100.0 * p, 2), "language": c} for c, p in shown]
 

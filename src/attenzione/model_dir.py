@@ -43,6 +43,7 @@ from attenzione.config import ModelConfig
 from attenzione.data.tokenizers import Tokenizer, load_tokenizer
 from attenzione.lexicon import words_of
 from attenzione.model import Transformer
+from attenzione.registry import DEFAULT_PAIR, PRETRAINED_ROOT
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -53,7 +54,8 @@ WORDS_NAME = "tgt_words.txt"
 TRANSLATED_NAME = "src_translated.txt"
 SRC_TOKENIZER = "src_tokenizer"
 TGT_TOKENIZER = "tgt_tokenizer"
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained" / "en-it"
+# the shipped model of the default pair (attenzione.registry finds the others)
+PRETRAINED_DIR = PRETRAINED_ROOT / "-".join(DEFAULT_PAIR)
 
 # The files a directory needs to be usable: for translation, and for resuming a run.
 MODEL_FILES = (CONFIG_NAME, WEIGHTS_NAME, f"{SRC_TOKENIZER}/tokenizer.json",

@@ -299,13 +299,11 @@ def model_path(model: Path | None, source: str | None, target: str | None) -> Pa
     """The model directory a command uses: ``--model`` as given (checked against ``--from``
     / ``--to`` when they are given too), else the installed model of the pair
     (:func:`attenzione.registry.find`: English→Italian when neither is given)."""
-    from attenzione.registry import find
+    from attenzione.registry import find, pair_of
 
     if model is None:
         return find(source, target).path
     if source is not None or target is not None:
-        from attenzione.registry import pair_of
-
         have = pair_of(model)
         for asked, has, flag in ((source, have[0], "--from"), (target, have[1], "--to")):
             if asked is not None and asked != has:

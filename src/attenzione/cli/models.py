@@ -32,6 +32,7 @@ def models(
 
     with user_errors():
         found = installed()
+        sizes = {m.pair: m.size_bytes() for m in found}  # walks each directory once
         rows = [
             {
                 "pair": m.pair,
@@ -40,7 +41,7 @@ def models(
                 "path": str(m.path),
                 "shipped": m.shipped,
                 "parameters": m.info.get("parameters"),
-                "bytes": m.size_bytes(),
+                "bytes": sizes[m.pair],
                 "flores_dev": _figure(m.info, "dev_flores_beam"),
                 "tatoeba_dev": _figure(m.info, "dev_beam"),
             }
@@ -60,7 +61,7 @@ def models(
                 (
                     m.pair,
                     f"{params / 1e6:.1f}M" if isinstance(params, int) else "-",
-                    f"{m.size_bytes() / 1e6:.1f}",
+                    f"{sizes[m.pair] / 1e6:.1f}",
                     str(r["flores_dev"]),
                     str(r["tatoeba_dev"]),
                     "shipped" if m.shipped else str(m.path),

@@ -25,7 +25,19 @@ import torch
 from torch import Tensor
 
 from attenzione.precision import native_bf16
-from bench.systems import BOS, CT2, EOS, PAD, PRESETS, Attenzione, Dims, Marian, System, TorchNN
+from bench.systems import (
+    BOS,
+    CT2,
+    EOS,
+    PAD,
+    PRESETS,
+    Attenzione,
+    Dims,
+    Marian,
+    System,
+    TorchNN,
+    dims_of,
+)
 
 RESULTS: list[dict[str, Any]] = []
 
@@ -273,6 +285,11 @@ def _cpu_name() -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    ap.add_argument(
+        "--model-dir",
+        type=Path,
+        help="take the shape from a model directory's config.json (overrides --preset)",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
@@ -297,7 +314,9 @@ def main(argv: list[str] | None = None) -> None:
         args.repeats, args.warmup = 3, 1
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    d = PRESETS[args.preset]
+    d = dims_of(args.model_dir) if args.model_dir else PRESETS[args.preset]
+    if args.model_dir:
+        args.preset = str(args.model_dir)
     only = set(args.only.split(","))
     native = native_bf16()
     bf16_too = args.bf16 == "yes" or (args.bf16 == "auto" and native)

@@ -40,17 +40,43 @@ class Dims:
     n_heads: int = 4
     d_head: int = 64
     d_ff: int = 1024
-    layers: int = 3
+    layers: int = 3  # encoder layers
     vocab: int = 8000
     max_len: int = 256
     dropout: float = 0.1
+    dec_layers: int | None = None  # None: as many as the encoder
+
+    @property
+    def n_dec(self) -> int:
+        return self.layers if self.dec_layers is None else self.dec_layers
 
 
 PRESETS = {
     "tiny": Dims(64, 4, 16, 256, 2, 1000),  # a smoke run of the harness
     "small": Dims(),
     "base": Dims(384, 6, 64, 1536, 5),
+    # the shape of the shipped models (src/attenzione/pretrained/*): 6 + 3 layers, 24k pieces
+    "shipped": Dims(256, 4, 64, 2048, 6, 24001, dec_layers=3),
 }
+
+
+def dims_of(model_dir: Path) -> Dims:
+    """The shape of a model directory's network (its config.json), as bench dimensions."""
+    import json
+
+    cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    if cfg["src_vocab_size"] != cfg["tgt_vocab_size"]:
+        raise SystemExit("bench needs one shared vocabulary (src_vocab_size == tgt_vocab_size)")
+    return Dims(
+        cfg["d_model"],
+        cfg["n_heads"],
+        cfg["d_head"],
+        cfg["d_ff"],
+        cfg["n_enc_layers"],
+        cfg["tgt_vocab_size"],
+        cfg["max_len"],
+        dec_layers=cfg["n_dec_layers"],
+    )
 
 
 def _loss(logits: Tensor, target: Tensor, pad: int) -> Tensor:
@@ -111,7 +137,7 @@ class Attenzione(System):
             d_head=d.d_head,
             d_ff=d.d_ff,
             n_enc_layers=d.layers,
-            n_dec_layers=d.layers,
+            n_dec_layers=d.n_dec,
             dropout=d.dropout,
             max_len=d.max_len,
             share_src_tgt_embeddings=True,
@@ -166,7 +192,7 @@ class _TorchNNModel(nn.Module):
             d_model=d.d_model,
             nhead=d.n_heads,
             num_encoder_layers=d.layers,
-            num_decoder_layers=d.layers,
+            num_decoder_layers=d.n_dec,
             dim_feedforward=d.d_ff,
             dropout=d.dropout,
             batch_first=True,
@@ -235,7 +261,7 @@ def marian_config(d: Dims) -> Any:
         decoder_vocab_size=v,
         d_model=d.d_model,
         encoder_layers=d.layers,
-        decoder_layers=d.layers,
+        decoder_layers=d.n_dec,
         encoder_attention_heads=d.n_heads,
         decoder_attention_heads=d.n_heads,
         encoder_ffn_dim=d.d_ff,

@@ -32,6 +32,7 @@ LAYERS = {
     "constraints": 4,
     "terms": 4,
     "precision": 4,
+    "packing": 4,
     "data": 5,
     "model_dir": 5,
     "markup": 5,
@@ -150,6 +151,7 @@ def test_data_and_viz_never_import_the_model() -> None:
         "explain",
         "model_dir",
         "precision",
+        "packing",
     }
     for path in _modules():
         if _top(_name(path)) not in ("data", "viz", "atomic"):

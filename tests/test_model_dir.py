@@ -35,7 +35,9 @@ def test_the_shipped_model_directory_loads_as_it_is() -> None:
     assert model_dir.is_complete(PRETRAINED_DIR)
     tr = Translator.from_pretrained()
     assert "Tatoeba" in str(tr.info["attribution"])  # a string, or a list per corpus
-    assert model_dir.parameter_count(tr.model.config) == tr.model.num_parameters()
+    plain = model_dir.load_model(PRETRAINED_DIR)  # the translator's copy has packed layers
+    assert model_dir.parameter_count(plain.config) == plain.num_parameters()
+    assert tr.model.config == plain.config
 
 
 def test_the_shipped_model_credits_every_corpus_it_descends_from() -> None:
@@ -172,13 +174,14 @@ def test_a_killed_trainer_save_never_leaves_an_unresumable_last(
     in between left a last/ that --resume could not read. Now every instant has a resumable
     checkpoint (kill the writer at each of its steps)."""
     tr = Translator.from_pretrained(saved)
+    plain = model_dir.load_model(saved)  # a trainer's model: plain layers (forks safely)
     state = {"progress": {"step": 1}}
     train_cfg = TrainConfig(data="x.tsv", out=str(tmp_path)).to_json()
 
     def save(version: int, on_step: object = None) -> None:
         model_dir.write_model_dir(
             tmp_path / "last",
-            tr.model,
+            plain,
             tr.src_tokenizer,
             tr.tgt_tokenizer,
             info={"step": version},

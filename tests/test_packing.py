@@ -1,0 +1,105 @@
+"""Packed linear layers (oneDNN's layout) compute the fp32 model's numbers."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from attenzione import packing
+from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.decoding import generate
+from attenzione.model import Transformer
+from attenzione.precision import for_inference, logits_difference
+
+pytestmark = pytest.mark.skipif(not packing.available(), reason="torch built without oneDNN")
+
+
+def _model(tie: bool = True) -> Transformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        src_vocab_size=80,
+        tgt_vocab_size=80,
+        d_model=64,
+        n_heads=4,
+        d_head=16,
+        d_ff=128,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+        share_src_tgt_embeddings=tie,
+        tie_embeddings=tie,
+    )
+    return Transformer(cfg).eval()
+
+
+def _sources() -> torch.Tensor:
+    g = torch.Generator().manual_seed(5)
+    src = torch.randint(4, 80, (7, 10), generator=g)
+    src[:, -1] = 2
+    src[3, 6:] = 0
+    src[3, 5] = 2
+    return src
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (3, 64), (2, 5, 64), (70, 64)])
+def test_a_packed_linear_is_the_linear(shape: tuple[int, ...]) -> None:
+    torch.manual_seed(1)
+    plain = nn.Linear(64, 300)
+    packed = packing.PackedLinear.of(plain)
+    x = torch.randn(*shape)
+    with torch.inference_mode():
+        assert torch.allclose(packed(x), plain(x), atol=1e-5, rtol=1e-5)
+    assert torch.equal(packed.weight, plain.weight.detach())
+    assert packed(x).shape == (*shape[:-1], 300)
+
+
+def test_fp32_inference_packs_a_copy_and_leaves_the_model_alone() -> None:
+    ref = _model()
+    fast = for_inference(ref, "fp32")
+    assert fast is not ref
+    assert isinstance(fast.generator, packing.PackedLinear)
+    assert isinstance(fast.encoder_layers[0].self_attn.qkv_proj, packing.PackedLinear)
+    assert isinstance(fast.decoder_layers[0].ffn.linear1, packing.PackedLinear)
+    # the decoder's attention projections stay plain (one row per step: packing loses there)
+    assert type(fast.decoder_layers[0].self_attn.qkv_proj) is nn.Linear
+    assert not any(isinstance(m, packing.PackedLinear) for m in ref.modules())
+    assert for_inference(ref, "fp32", pack=False) is ref
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_packed_log_probs_match_the_plain_model(tie: bool) -> None:
+    ref = _model(tie)
+    fast = for_inference(ref, "fp32")
+    src = _sources()
+    tgt = torch.randint(4, 80, (7, 8), generator=torch.Generator().manual_seed(2))
+    tgt[:, 0] = 1
+    assert logits_difference(ref, fast, src, tgt) < 1e-4
+
+
+def test_packed_decoding_gives_the_same_tokens_and_scores() -> None:
+    ref = _model()
+    fast = for_inference(ref, "fp32")
+    src = _sources()
+    for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=4)):
+        a, b = generate(ref, src, cfg), generate(fast, src, cfg)
+        assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
+        for ha, hb in zip(a, b, strict=True):
+            assert ha[0].score == pytest.approx(hb[0].score, abs=1e-4)
+
+
+def test_a_packed_model_saves_and_copies_like_the_plain_one() -> None:
+    ref = _model()
+    fast = for_inference(ref, "fp32")
+    own, theirs = ref.state_dict(), fast.state_dict()
+    assert own.keys() == theirs.keys()
+    assert all(torch.equal(own[k], theirs[k]) for k in own)
+    twin = copy.deepcopy(fast)
+    src = _sources()
+    cfg = DecodeConfig(method="greedy")
+    assert [h[0].tokens for h in generate(twin, src, cfg)] == [
+        h[0].tokens for h in generate(fast, src, cfg)
+    ]

@@ -33,6 +33,7 @@ LAYERS = {
     "terms": 4,
     "precision": 4,
     "packing": 4,
+    "shortlist": 4,
     "data": 5,
     "model_dir": 5,
     "markup": 5,
@@ -152,6 +153,7 @@ def test_data_and_viz_never_import_the_model() -> None:
         "model_dir",
         "precision",
         "packing",
+        "shortlist",
     }
     for path in _modules():
         if _top(_name(path)) not in ("data", "viz", "atomic"):

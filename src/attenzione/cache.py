@@ -9,7 +9,12 @@ change (causal masking means position j never sees what comes after it), so we k
   preallocated for ``capacity`` positions (doubling if exceeded), so a step does not copy
   the whole history as ``torch.cat`` would.
 * **cross-attention**: per decoder layer, K and V of the encoder memory, computed once per
-  source batch, since the memory does not change while decoding.
+  source batch, since the memory does not change while decoding. They are kept once per
+  *sentence*, not per row: beam search's K rows of a sentence attend to the same keys, so
+  its rows come in runs of ``group`` consecutive rows per sentence, and cross-attention
+  takes a run's K queries together against the one copy (``DecoderLayer`` does). Following
+  the surviving hypotheses then copies nothing for the cross K/V; only a sentence that
+  finishes makes them shrink.
 
 The cache is an explicit object, passed into :meth:`Transformer.decode` and returned by it —
 never hidden state on a module — so two translations can never see each other's keys.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 from torch import Tensor
 
 
@@ -40,15 +46,18 @@ class KVCache:
 
     Attributes:
         layers: one :class:`LayerCache` per decoder layer.
-        memory_mask: (B,1,1,S) bool, True where the source token is real.
+        memory_mask: (B,1,1,S) bool, True where the source token is real (one row a sentence).
         length: number of target positions already cached (the next token's position).
         capacity: preallocated self-attention positions.
+        group: rows per sentence: rows ``i·group … i·group+group−1`` belong to sentence ``i``
+            of the cross K/V and ``memory_mask``.
     """
 
     layers: list[LayerCache]
     memory_mask: Tensor
     length: int = 0
     capacity: int = 64
+    group: int = 1
     _pending: int = field(default=0, repr=False)
     # True when no source position is padding: cross-attention then needs no mask at all.
     no_padding: bool = field(default=False, repr=False)
@@ -63,7 +72,8 @@ class KVCache:
 
     @property
     def batch_size(self) -> int:
-        return int(self.memory_mask.shape[0])
+        """Rows (hypotheses) in the cache: sentences × group."""
+        return int(self.memory_mask.shape[0]) * self.group
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store the new (B,H,t,Dh) keys/values of ``layer``; return all keys/values so far.
@@ -94,19 +104,36 @@ class KVCache:
         self._pending = 0
 
     def reorder(self, indices: Tensor) -> KVCache:
-        """Keep batch rows ``indices`` (a 1-D long tensor; may repeat or drop rows). In place.
+        """Keep rows ``indices`` (a 1-D long tensor; may repeat or drop rows). In place.
 
         Beam search calls it with the parent of each surviving hypothesis; greedy decoding
-        calls it with the rows of unfinished sentences to shrink the batch.
+        calls it with the rows of unfinished sentences to shrink the batch. The self K/V
+        follow the rows; the cross K/V and the mask follow the sentences (see the module
+        docstring): copied only when the sentences change.
         """
         for lc in self.layers:
-            lc.cross_k = lc.cross_k.index_select(0, indices)
-            lc.cross_v = lc.cross_v.index_select(0, indices)
             if lc.self_k is not None and lc.self_v is not None:
                 # Only the filled part is copied; the rest is reallocated lazily by append().
                 lc.self_k = _select_prefix(lc.self_k, indices, self.length)
                 lc.self_v = _select_prefix(lc.self_v, indices, self.length)
-        self.memory_mask = self.memory_mask.index_select(0, indices)
+        sentence = indices // self.group  # (N',) the sentence of each new row
+        runs = torch.unique_consecutive(sentence)
+        group = indices.shape[0] // runs.shape[0]
+        grouped = indices.shape[0] == group * runs.shape[0] and bool(
+            (sentence.view(-1, group) == runs[:, None]).all()
+        )
+        if grouped:  # runs of `group` rows per sentence: keep one copy a sentence
+            keep = runs
+        else:  # rows of one sentence apart (never in this package's strategies): one a row
+            keep, group = sentence, 1
+        self.group = group
+        n = self.memory_mask.shape[0]
+        if keep.shape[0] == n and bool((keep == torch.arange(n, device=keep.device)).all()):
+            return self  # the same sentences in the same order: nothing to copy
+        for lc in self.layers:
+            lc.cross_k = lc.cross_k.index_select(0, keep)
+            lc.cross_v = lc.cross_v.index_select(0, keep)
+        self.memory_mask = self.memory_mask.index_select(0, keep)
         self.no_padding = self.no_padding or bool(self.memory_mask.all())
         return self
 

@@ -44,7 +44,7 @@ The loop needs only what :class:`DecodingModel` names — ``config`` (pad/bos/eo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -61,7 +61,8 @@ class DecodingModel(Protocol):
     (and ``n_dec_layers`` for a term that reads attention); ``encode`` returns an object with
     ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned by ``init_cache``
     needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object with ``logits``
-    (B,T,V), and with ``need_weights=True`` also ``cross_attentions`` (per decoder layer,
+    (B,T,V) (``output=`` is passed only with a shortlist: the output layer to use), and
+    with ``need_weights=True`` also ``cross_attentions`` (per decoder layer,
     (B,H,T,S); asked for only when a term reads attention).
     """
 
@@ -72,7 +73,9 @@ class DecodingModel(Protocol):
 
     def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int) -> Any: ...
 
-    def decode(self, tgt_ids: Tensor, *, cache: Any, need_weights: bool = False) -> Any: ...
+    def decode(
+        self, tgt_ids: Tensor, *, cache: Any, need_weights: bool = False, output: Any = None
+    ) -> Any: ...
 
 
 @dataclass
@@ -407,8 +410,14 @@ def generate(
     *,
     constraints: Sequence[Constraint] = (),
     terms: Sequence[Term] = (),
+    vocab: Tensor | None = None,
+    output: Callable[[Tensor], Tensor] | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
+
+    ``vocab`` (a shortlist's sorted target ids) with ``output`` (the output layer scoring just
+    those, :func:`attenzione.shortlist.output_layer`): the model's logits are computed for
+    these pieces only, and every other piece counts as −inf (:mod:`attenzione.shortlist`).
 
     ``constraints``: hard masks every method obeys (:class:`Constraint`); ``terms``: ranking
     terms of beam search (:class:`Term`; greedy decoding and sampling ignore them), applied
@@ -417,6 +426,8 @@ def generate(
     """
     cfg = cfg or DecodeConfig()
     mc = model.config
+    if (vocab is None) != (output is None):
+        raise ValueError("a shortlist needs both vocab (its ids) and output (its output layer)")
     parts: list[Constraint | Term] = [*constraints, *terms]
     for part in parts:
         part.check(src_ids.shape[0], mc.tgt_vocab_size)
@@ -441,11 +452,17 @@ def generate(
     need_weights = any(t.reads_attention for t in terms)
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
     for step in range(int(limits.max())):
-        if need_weights:
+        if output is not None:
+            out = model.decode(cur, cache=cache, need_weights=need_weights, output=output)
+        elif need_weights:
             out = model.decode(cur, cache=cache, need_weights=True)
         else:
             out = model.decode(cur, cache=cache)
-        logits = out.logits[:, -1].float()  # (N,V)
+        if vocab is None:
+            logits = out.logits[:, -1].float()  # (N,V)
+        else:  # (N,|vocab|) → (N,V), −inf outside the shortlist
+            logits = out.logits.new_full((out.logits.shape[0], mc.tgt_vocab_size), float("-inf"))
+            logits = logits.float().index_copy_(1, vocab, out.logits[:, -1].float())
         if step < cfg.min_len:
             logits[:, mc.eos_id] = float("-inf")
         for c in constraints:

@@ -155,13 +155,24 @@ class DecoderLayer(nn.Module):
         h = self.res_cross.inner(x)
         cross = self.cross_attn
         q = cross.project_q(h)
+        group = 1
         if cache is not None:
             ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
+            group = cache.group
         else:
             if memory is None:
                 raise ValueError("decoding without a cache needs the encoder memory")
             ck, cv = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
-        a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
+        if group == 1:
+            a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
+        else:  # a sentence's `group` rows (its beams) query its one copy of the memory together
+            n, (rows, heads, t, dh) = ck.shape[0], q.shape
+            q_grouped = q.view(n, group, heads, t, dh).transpose(1, 2).reshape(n, heads, -1, dh)
+            a, cross_w = cross.attend(q_grouped, ck, cv, memory_mask, need_weights=need_weights)
+            a = a.reshape(rows, t, -1)  # (n, group·T, D) -> (n·group, T, D)
+            if cross_w is not None:  # (n, H, group·T, S) -> (n·group, H, T, S)
+                cross_w = cross_w.view(n, heads, group, t, -1).transpose(1, 2)
+                cross_w = cross_w.reshape(rows, heads, t, -1)
         x = self.res_cross.outer(x, a)
 
         # 3) feed-forward

@@ -23,6 +23,7 @@ drawn as empty rather than as noise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from torch import Tensor, nn
@@ -173,13 +174,15 @@ class Transformer(nn.Module):
         cache: KVCache | None = None,
         need_weights: bool = False,
         logits_at: Tensor | None = None,
+        output: Callable[[Tensor], Tensor] | None = None,
     ) -> DecoderOutput:
         """Run the decoder and the output projection.
 
         Without a cache: ``tgt_ids`` (B,T) is the whole (right-padded) target prefix and
         ``memory``/``memory_mask`` come from :meth:`encode`. With a cache (from
         :meth:`init_cache`): ``tgt_ids`` holds only the new tokens, positions continue from
-        ``cache.length``, and the memory is not needed.
+        ``cache.length``, and the memory is not needed. ``output``: an output layer to use
+        instead of :attr:`generator` (a vocabulary shortlist's, which scores fewer pieces).
         """
         cfg = self.config
         offset = 0 if cache is None else cache.length
@@ -196,7 +199,10 @@ class Transformer(nn.Module):
                 self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id)  # (B,1,T,T)
             else:  # the cached keys' padding is not at hand; causality is what applies
                 self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
-            cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)  # (B,1,T,S)
+            if cache is None:
+                cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)  # (B,1,T,S)
+            else:  # the new tokens are real; one mask row a sentence (the cache's groups)
+                cross_mask = memory_mask
         elif cache is not None and t > 1:
             self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
         x = self._embed(self.tgt_embed, tgt_ids, offset)
@@ -219,7 +225,8 @@ class Transformer(nn.Module):
             cache.advance()
         if logits_at is not None:
             x = x[logits_at]  # (B,T,D) -> (N,D): only the positions asked for
-        logits = self.generator(self.decoder_norm(x))  # (B,T,D) -> (B,T,V), or (N,V)
+        head = self.generator if output is None else output
+        logits = head(self.decoder_norm(x))  # (B,T,D) -> (B,T,V), or (N,V)
         return DecoderOutput(logits, cache, self_recs, cross_recs, self_mask, cross_mask)
 
     def forward(

@@ -44,6 +44,7 @@ from attenzione.data.tokenizers import Tokenizer, load_tokenizer
 from attenzione.lexicon import words_of
 from attenzione.model import Transformer
 from attenzione.registry import DEFAULT_PAIR, PRETRAINED_ROOT
+from attenzione.shortlist import Shortlist
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -52,6 +53,7 @@ STATE_NAME = "training_state.pt"
 TRAIN_CONFIG_NAME = "train_config.json"
 WORDS_NAME = "tgt_words.txt"
 TRANSLATED_NAME = "src_translated.txt"
+SHORTLIST_NAME = "shortlist.safetensors"
 SRC_TOKENIZER = "src_tokenizer"
 TGT_TOKENIZER = "tgt_tokenizer"
 # the shipped model of the default pair (attenzione.registry finds the others)
@@ -284,6 +286,34 @@ def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | Non
     return sorted(set(lines))
 
 
+def read_shortlist(directory: str | Path, cfg: ModelConfig) -> Shortlist | None:
+    """The vocabulary shortlist of ``shortlist.safetensors`` (None if the directory has none);
+    a damaged file, or one that does not fit the model's vocabularies, is a ValueError."""
+    path = Path(directory) / SHORTLIST_NAME
+    if not path.is_file():
+        return None
+    tensors = load_weights_file(path)
+    missing = {"frequent", "table"} - set(tensors)
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(sorted(missing))}: not a shortlist")
+    shortlist = Shortlist(frequent=tensors["frequent"], table=tensors["table"])
+    shortlist.check(cfg.src_vocab_size, cfg.tgt_vocab_size, str(path))
+    return shortlist
+
+
+def write_shortlist(directory: str | Path, shortlist: Shortlist) -> Path:
+    """Write ``shortlist.safetensors`` into ``directory`` (atomically)."""
+    from safetensors.torch import save_file
+
+    path = Path(directory) / SHORTLIST_NAME
+    tensors = {
+        "frequent": shortlist.frequent.to(torch.int32).contiguous(),
+        "table": shortlist.table.to(torch.int32).contiguous(),
+    }
+    atomic.write_file(path, lambda p: save_file(tensors, str(p)))
+    return path
+
+
 def load_state(directory: str | Path) -> dict[str, Any]:
     """The resumable training state (tensors, numbers, dicts only: ``weights_only=True``)."""
     path = Path(directory) / STATE_NAME
@@ -306,6 +336,7 @@ def write_model_dir(
     words: Sequence[str] | None = None,
     translated: Sequence[str] | None = None,
     dtype: torch.dtype | None = None,
+    shortlist: Shortlist | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Path:
     """Write a complete model directory at ``directory``, replacing any previous one atomically.
@@ -313,7 +344,7 @@ def write_model_dir(
     ``state`` adds ``training_state.pt``; ``extra_files`` maps names to text written alongside
     (the trainer's ``train_config.json``), inside the same swap, so a checkpoint never becomes
     visible without them. ``words`` writes ``tgt_words.txt`` and ``translated``
-    ``src_translated.txt`` (see :func:`read_words`).
+    ``src_translated.txt`` (see :func:`read_words`), ``shortlist`` ``shortlist.safetensors``.
     """
     required = MODEL_FILES + ((STATE_NAME,) if state is not None else ())
     required += tuple(extra_files or {})
@@ -330,6 +361,8 @@ def write_model_dir(
         for name, listed in ((WORDS_NAME, words), (TRANSLATED_NAME, translated or None)):
             if listed is not None:
                 atomic.write_text(tmp / name, "".join(w + "\n" for w in sorted(set(listed))))
+        if shortlist is not None:
+            write_shortlist(tmp, shortlist)
         if state is not None:
             atomic.write_file(tmp / STATE_NAME, lambda p: torch.save(state, p))
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor
 
 from attenzione import model_dir
 from attenzione.config import DecodeConfig, search_config
@@ -38,6 +39,7 @@ from attenzione.model import Transformer
 from attenzione.model_dir import PRETRAINED_DIR
 from attenzione.pipeline import Context, Pipeline, Segment
 from attenzione.scoring import TERM_NAMES, Scoring, Terms
+from attenzione.shortlist import Shortlist, output_layer
 
 if TYPE_CHECKING:
     from attenzione.viz.maps import AttentionMaps
@@ -111,8 +113,15 @@ class Translator:
         max_src_tokens: int | None = None,
         known_words: Sequence[str] | None = None,
         translated_words: Sequence[str] | None = None,
+        shortlist: Shortlist | None = None,
     ) -> None:
         self.model = model.eval()
+        # the vocabulary shortlist (attenzione.shortlist): used while use_shortlist is True
+        if shortlist is not None:
+            cfg = model.config
+            shortlist.check(cfg.src_vocab_size, cfg.tgt_vocab_size)
+        self.shortlist = shortlist
+        self.use_shortlist = shortlist is not None
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
         self.info = dict(info or {})
@@ -195,12 +204,13 @@ class Translator:
     # ------------------------------------------------------------------ loading / saving
     @classmethod
     def from_pretrained(
-        cls, path: str | Path | None = None, *, precision: str = "fp32"
+        cls, path: str | Path | None = None, *, precision: str = "fp32", pack: bool = True
     ) -> Translator:
         """Load a model directory; ``None`` loads the English→Italian model shipped inside.
 
         ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
-        approximate; see :mod:`attenzione.precision`). Every way the directory can be damaged
+        approximate; see :mod:`attenzione.precision`); ``pack=False`` keeps fp32's linear layers
+        unpacked (:mod:`attenzione.packing`). Every way the directory can be damaged
         is a ``ValueError``/``FileNotFoundError`` naming the file.
         """
         from attenzione.precision import PRECISIONS, for_inference
@@ -220,12 +230,13 @@ class Translator:
         raw = model_dir.load_model(directory)
         src_tok, tgt_tok = model_dir.load_tokenizers(directory, raw.config)
         return cls(
-            for_inference(raw, precision),
+            for_inference(raw, precision, pack=pack),
             src_tok,
             tgt_tok,
             info=model_dir.read_info(directory),
             known_words=model_dir.read_words(directory),
             translated_words=model_dir.read_words(directory, model_dir.TRANSLATED_NAME),
+            shortlist=model_dir.read_shortlist(directory, raw.config),
         )
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
@@ -239,6 +250,7 @@ class Translator:
             words=self.known_words,
             translated=self.translated_words,
             dtype=dtype,
+            shortlist=self.shortlist,
         )
 
     # ------------------------------------------------------------------ translation
@@ -339,16 +351,32 @@ class Translator:
             batch = torch.full((len(group), width), pad, dtype=torch.long, device=device)
             for row, ids in enumerate(sources):
                 batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long, device=device)
+            vocab, output = self._shortlist_for(batch)
             decoded = generate(
                 self.model,
                 batch,
                 cfg,
                 constraints=self.scoring.constraints(batch, sources),
                 terms=self.scoring.terms(batch, sources, weights, cfg),
+                vocab=vocab,
+                output=output,
             )
             for i, hyps in zip(group, decoded, strict=True):
                 results[i] = hyps
         return results
+
+    def _shortlist_for(self, batch: Tensor) -> tuple[Tensor | None, Any]:
+        """The target ids a (B,S) source batch may produce and the output layer scoring just
+        them, or (None, None) without a shortlist."""
+        if self.shortlist is None or not self.use_shortlist:
+            return None, None
+        cfg = self.model.config
+        vocab = self.shortlist.ids_for(
+            batch.cpu(),
+            always=(cfg.eos_id, cfg.unk_id),
+            copy_source=cfg.share_src_tgt_embeddings,  # one vocabulary: copying is piecewise
+        ).to(batch.device)
+        return vocab, output_layer(self.model, vocab)
 
     def encode_source(self, text: str) -> list[int]:
         """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>`` (the text as

@@ -1,0 +1,168 @@
+"""The vocabulary shortlist: counted from pairs, exact where it says it is, saved with a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from tests.tiny_model import tiny_translator
+
+from attenzione import model_dir
+from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.decoding import generate
+from attenzione.model import Transformer
+from attenzione.precision import for_inference
+from attenzione.shortlist import Counts, Shortlist, build, output_layer
+from attenzione.translator import Translator
+
+V = 90
+
+
+def _model(pack: bool) -> Transformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        d_model=64,
+        n_heads=4,
+        d_head=16,
+        d_ff=128,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+    )
+    return for_inference(Transformer(cfg).eval(), "fp32", pack=pack)
+
+
+def _sources() -> torch.Tensor:
+    g = torch.Generator().manual_seed(4)
+    src = torch.randint(4, V, (5, 9), generator=g)
+    src[:, -1] = 2
+    src[1, 6:] = 0
+    src[1, 5] = 2
+    return src
+
+
+def test_counting_finds_the_pieces_that_go_together() -> None:
+    counts = Counts(V, V)
+    pairs = []
+    for i in range(40):
+        # source piece 10 is always rendered by 20; 11 by 21; 30 is a frequent filler
+        src = [10, 50 + i % 7] if i % 2 else [11, 50 + i % 5]
+        tgt = [20, 30, 60 + i % 3] if i % 2 else [21, 30, 30]
+        pairs.append((src, tgt))
+    counts.add(pairs)
+    sl = build(counts, k=3, n_frequent=2, min_count=2, skip=(0, 1))
+    assert int(sl.table[10, 0]) == 20 and int(sl.table[11, 0]) == 21
+    assert 21 not in sl.table[10].tolist()  # never seen with 10
+    assert len(sl.frequent) == 2 and 30 in sl.frequent.tolist()  # the most frequent piece
+    assert int(sl.table[3].max()) == -1  # a piece never seen has no translations
+    listed = set(sl.table.flatten().tolist()) | set(sl.frequent.tolist())
+    assert not {0, 1} & listed  # padding and <bos> are never listed
+
+
+def test_ids_for_a_batch_are_the_union_sorted() -> None:
+    table = torch.full((V, 2), -1, dtype=torch.int32)
+    table[5] = torch.tensor([40, 41])
+    table[6, 0] = 42
+    sl = Shortlist(frequent=torch.tensor([7, 8], dtype=torch.int32), table=table)
+    src = torch.tensor([[5, 6, 2], [6, 2, 0]])
+    assert sl.ids_for(src, always=(2, 3)).tolist() == [2, 3, 7, 8, 40, 41, 42]
+    assert sl.ids_for(src, copy_source=True).tolist() == [0, 2, 5, 6, 7, 8, 40, 41, 42]
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_the_restricted_output_layer_gives_the_full_layers_logits(pack: bool) -> None:
+    model = _model(pack)
+    ids = torch.tensor([2, 9, 17, 33, 70])
+    x = torch.randn(3, 1, 64)
+    with torch.inference_mode():
+        full = model.generator(x)
+        assert torch.allclose(output_layer(model, ids)(x), full[..., ids], atol=1e-5)
+
+
+def test_a_list_of_every_piece_changes_nothing() -> None:
+    model, src = _model(False), _sources()
+    every = torch.arange(V)
+    for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=3)):
+        a = generate(model, src, cfg)
+        b = generate(model, src, cfg, vocab=every, output=output_layer(model, every))
+        assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
+        for ha, hb in zip(a, b, strict=True):
+            assert ha[0].log_prob == pytest.approx(hb[0].log_prob, abs=1e-4)
+
+
+def test_a_greedy_path_inside_the_list_is_the_same_path_scored_over_the_list() -> None:
+    """Exactness: the same tokens, and log p(list) = log p(full) − Σ log(list's mass)."""
+    model, src = _model(False), _sources()
+    cap = 12
+    cfg = DecodeConfig(method="greedy", max_len_a=0.0, max_len_b=cap, min_len=0)
+    full = generate(model, src, cfg)
+    used = {t for h in full for t in h[0].tokens}
+    g = torch.Generator().manual_seed(1)
+    others = [i for i in torch.randperm(V, generator=g).tolist() if i not in used][:20]
+    ids = torch.tensor(sorted(used | set(others) | {2}))
+    assert len(ids) < V
+    short = generate(model, src, cfg, vocab=ids, output=output_layer(model, ids))
+    for row, (hf, hs) in enumerate(zip(full, short, strict=True)):
+        tokens = hf[0].tokens
+        assert hs[0].tokens == tokens
+        steps = len(tokens) + 1 if len(tokens) < cap else cap  # + the <eos> step, if it ended
+        # the mass the list holds at each step, read off the full model by teacher forcing
+        with torch.inference_mode():
+            logits = model(src[row : row + 1], torch.tensor([[1, *tokens]])).logits[0]
+        log_mass = torch.logsumexp(torch.log_softmax(logits, dim=-1)[:steps, ids], dim=-1)
+        assert hs[0].log_prob > hf[0].log_prob  # the list holds less than all the mass
+        assert hs[0].log_prob == pytest.approx(hf[0].log_prob - float(log_mass.sum()), abs=1e-3)
+
+
+def test_a_list_without_the_models_choice_changes_the_translation() -> None:
+    model, src = _model(False), _sources()
+    cfg = DecodeConfig(method="greedy", max_len_b=6)
+    first = generate(model, src[:1], cfg)[0][0].tokens[0]
+    ids = torch.tensor([i for i in range(V) if i != first])
+    out = generate(model, src[:1], cfg, vocab=ids, output=output_layer(model, ids))
+    assert out[0][0].tokens[0] != first
+
+
+def test_vocab_without_output_is_refused() -> None:
+    model, src = _model(False), _sources()
+    with pytest.raises(ValueError, match="both vocab"):
+        generate(model, src, DecodeConfig(method="greedy"), vocab=torch.arange(V))
+
+
+def _tiny_shortlist(tr: Translator) -> Shortlist:
+    cfg = tr.model.config
+    table = torch.full((cfg.src_vocab_size, 3), -1, dtype=torch.int32)
+    table[4:, 0] = torch.arange(4, cfg.src_vocab_size) % cfg.tgt_vocab_size
+    return Shortlist(frequent=torch.arange(4, 9, dtype=torch.int32), table=table)
+
+
+def test_a_translator_saves_loads_and_switches_its_shortlist(tmp_path: Path) -> None:
+    tr = tiny_translator()
+    tr = Translator(tr.model, tr.src_tokenizer, tr.tgt_tokenizer, shortlist=_tiny_shortlist(tr))
+    path = tr.save_pretrained(tmp_path / "m")
+    assert (path / model_dir.SHORTLIST_NAME).is_file()
+    loaded = Translator.from_pretrained(path)
+    assert loaded.shortlist is not None and loaded.use_shortlist
+    assert torch.equal(loaded.shortlist.table, tr.shortlist.table)  # type: ignore[union-attr]
+    with_list = loaded.translate(["the cat", "a dog runs"])
+    loaded.use_shortlist = False
+    without = loaded.translate(["the cat", "a dog runs"])
+    assert len(with_list) == len(without) == 2
+    assert all(isinstance(t.text, str) for t in with_list)
+
+
+def test_a_damaged_or_mismatched_shortlist_is_one_error(tmp_path: Path) -> None:
+    tr = tiny_translator()
+    path = tr.save_pretrained(tmp_path / "m")
+    (path / model_dir.SHORTLIST_NAME).write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match="shortlist.safetensors"):
+        Translator.from_pretrained(path)
+    wrong = Shortlist(frequent=torch.tensor([1], dtype=torch.int32),
+                      table=torch.zeros((3, 2), dtype=torch.int32))  # fmt: skip
+    model_dir.write_shortlist(path, wrong)
+    with pytest.raises(ValueError, match="source\\s+vocabulary"):
+        Translator.from_pretrained(path)

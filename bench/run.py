@@ -153,7 +153,7 @@ def bench_decode(
     src64, _, _, _ = fixed_batch(64, 12, d.vocab, seed=1)
     src1 = src64[:1]
     att = next(s for s in systems if isinstance(s, Attenzione))
-    fast = ("bf16", "int8") if bf16_too else ("int8",)
+    fast = ("fp32", "bf16", "int8") if bf16_too else ("fp32", "int8")
     systems = [*systems, *(att.inference(p) for p in fast)]
     greedy: dict[str, Callable[[], Any]] = {
         s.name: (lambda s=s: s.greedy(src64, 24)) for s in systems

@@ -151,13 +151,14 @@ class Attenzione(System):
         out: Tensor = self.model(src, tgt_in, logits_at=tgt_out != PAD).logits
         return out
 
-    def inference(self, precision: str) -> Attenzione:
-        """A decoding-only view of this system at another precision (bf16 weights, int8)."""
+    def inference(self, precision: str, pack: bool = True) -> Attenzione:
+        """A decoding-only view of this system as the translator runs it: fp32 with packed
+        linear layers (``pack=False``: plain), bf16 weights, int8."""
         from attenzione.precision import for_inference
 
         view = object.__new__(Attenzione)
-        view.model = for_inference(self.model, precision)
-        view.name = f"attenzione {precision}"
+        view.model = for_inference(self.model, precision, pack=pack)
+        view.name = f"attenzione {precision}" if precision != "fp32" else "attenzione packed"
         return view
 
     def _decode(self, src: Tensor, cfg: DecodeConfig, bf16: bool) -> Any:

@@ -166,3 +166,24 @@ def test_a_damaged_or_mismatched_shortlist_is_one_error(tmp_path: Path) -> None:
     model_dir.write_shortlist(path, wrong)
     with pytest.raises(ValueError, match="source\\s+vocabulary"):
         Translator.from_pretrained(path)
+
+
+def test_the_command_line_switches_the_shortlist(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from attenzione.cli import app
+
+    tr = tiny_translator()
+    cfg = tr.model.config
+    only_eos = Shortlist(
+        frequent=torch.tensor([cfg.eos_id], dtype=torch.int32),
+        table=torch.full((cfg.src_vocab_size, 2), -1, dtype=torch.int32),
+    )
+    tr = Translator(tr.model, tr.src_tokenizer, tr.tgt_tokenizer, shortlist=only_eos)
+    path = tr.save_pretrained(tmp_path / "m")
+    args = ["translate", "--model", str(path), "--beam", "1", "the cat sees a dog"]
+    listed = CliRunner().invoke(app, args)
+    free = CliRunner().invoke(app, [*args[:-1], "--no-shortlist", args[-1]])
+    assert listed.exit_code == free.exit_code == 0, (listed.output, free.output)
+    assert listed.output.strip() == ""  # the list holds nothing but <eos>
+    assert free.output.strip() != ""  # the untrained model writes something

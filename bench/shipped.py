@@ -42,17 +42,16 @@ TATOEBA = Path("runs/prose/run/data/dev.tsv")
 
 
 def load(model_dir: Path | None, variant: str) -> Translator:
+    """The translator of one variant; only ``shortlist`` uses the model's shortlist."""
     if variant == "plain":
-        return Translator.from_pretrained(model_dir, pack=False)
-    if variant == "int8":
-        return Translator.from_pretrained(model_dir, precision="int8")
-    tr = Translator.from_pretrained(model_dir)
-    if variant == "shortlist":
-        if tr.shortlist is None:
-            raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
-        tr.use_shortlist = True
-    elif tr.shortlist is not None:
-        tr.use_shortlist = False
+        tr = Translator.from_pretrained(model_dir, pack=False)
+    elif variant == "int8":
+        tr = Translator.from_pretrained(model_dir, precision="int8")
+    else:
+        tr = Translator.from_pretrained(model_dir)
+    if variant == "shortlist" and tr.shortlist is None:
+        raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
+    tr.use_shortlist = variant == "shortlist"
     return tr
 
 

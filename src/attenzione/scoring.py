@@ -132,6 +132,9 @@ class Scoring:
         # what each target piece is as UTF-8, so byte pieces always spell whole characters
         # (None: a vocabulary without byte fallback has nothing to keep well-formed)
         self._utf8 = utf8_roles(tgt_bytes, config.tgt_vocab_size) if tgt_bytes else None
+        # every byte piece of the target: a vocabulary shortlist always lists them, so a
+        # character begun in bytes can always be finished (the UTF-8 constraint needs them)
+        self.tgt_byte_ids = sorted(tgt_bytes.values())
         # the byte each byte piece writes, to keep the characters spelled in bytes whole
         # characters of the source (constraints.WholeCharacters)
         self._src_byte = {i: int(p[3:5], 16) for p, i in src_bytes.items()}

@@ -373,7 +373,7 @@ class Translator:
         cfg = self.model.config
         vocab = self.shortlist.ids_for(
             batch.cpu(),
-            always=(cfg.eos_id, cfg.unk_id),
+            always=(cfg.eos_id, cfg.unk_id, *self.scoring.tgt_byte_ids),
             copy_source=cfg.share_src_tgt_embeddings,  # one vocabulary: copying is piecewise
         ).to(batch.device)
         return vocab, output_layer(self.model, vocab)

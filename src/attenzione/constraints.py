@@ -52,6 +52,8 @@ class ByteBan(Constraint):
         if banned.dim() == 2 and banned.shape[1] > eos_id and bool(banned[:, eos_id].any()):
             raise ValueError("banned may not ban <eos>: every sentence must be able to end")
         self.banned = banned
+        # only the columns some sentence bans are ever masked (a few byte pieces of 24k)
+        self.cols = torch.zeros(0, dtype=torch.long, device=banned.device)
         self.rows = banned
 
     def check(self, batch: int, vocab: int) -> None:
@@ -60,10 +62,12 @@ class ByteBan(Constraint):
 
     def start(self, row_sentence: list[int]) -> None:
         index = torch.tensor(row_sentence, dtype=torch.long, device=self.banned.device)
-        self.rows = self.banned[index]
+        self.cols = self.banned.any(dim=0).nonzero().squeeze(1)  # (C,)
+        self.rows = self.banned[index][:, self.cols]  # (N,C)
 
     def mask(self, logits: Tensor) -> None:
-        logits.masked_fill_(self.rows, float("-inf"))
+        if self.cols.numel():
+            logits[:, self.cols] = logits[:, self.cols].masked_fill_(self.rows, float("-inf"))
 
     def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
         if rows is not None:
@@ -92,18 +96,20 @@ def utf8_roles(byte_pieces: Mapping[str, int], vocab_size: int) -> Tensor:
     return roles
 
 
-def _keep_utf8(logits: Tensor, owed: Tensor, roles: Tensor) -> None:
+def _keep_utf8(logits: Tensor, owed: Tensor, roles: Tensor, closed: Tensor) -> None:
     """Mask in place what would break UTF-8: rows that owe continuation bytes (``owed`` > 0)
-    may write only those; the others no continuation byte and no ``NEVER`` byte. A row that
-    owes bytes none of which is allowed (all banned) is left as it is rather than emptied."""
+    may write only those; the others no continuation byte and no ``NEVER`` byte (``closed``:
+    the ids of those, so only their columns are touched). A row that owes bytes none of which
+    is allowed (all banned) is left as it is rather than emptied."""
     cont = roles == CONTINUATION  # (V,)
     waiting = owed > 0  # (N,)
     if bool(waiting.any()):
         open_cont = torch.isfinite(logits) & cont  # (N,V)
         waiting = waiting & open_cont.any(dim=-1)
         logits.masked_fill_(waiting[:, None] & ~cont[None, :], float("-inf"))
-    free = ~(owed > 0)
-    logits.masked_fill_(free[:, None] & (cont | (roles == NEVER))[None, :], float("-inf"))
+    if closed.numel():
+        free = ~(owed > 0)  # (N,)
+        logits[:, closed] = logits[:, closed].masked_fill_(free[:, None], float("-inf"))
 
 
 def _next_owed(owed: Tensor, tokens: Tensor, roles: Tensor) -> Tensor:
@@ -184,6 +190,8 @@ class WellFormedUTF8(Constraint):
 
     def __init__(self, roles: Tensor, whole: WholeCharacters | None = None) -> None:
         self.roles = roles
+        # the bytes a row that owes nothing may not write: continuation and NEVER bytes
+        self.closed = ((roles == CONTINUATION) | (roles == NEVER)).nonzero().squeeze(1)
         self.whole = whole
         self.owed = torch.zeros(0, dtype=torch.long, device=roles.device)  # (N,)
 
@@ -204,7 +212,7 @@ class WellFormedUTF8(Constraint):
             self.whole.start(row_sentence)
 
     def mask(self, logits: Tensor) -> None:
-        _keep_utf8(logits, self.owed, self.roles)
+        _keep_utf8(logits, self.owed, self.roles, self.closed)
 
     def trim(self, logits: Tensor, log_probs: Tensor) -> None:
         if self.whole is not None:

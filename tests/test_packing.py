@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -103,3 +104,19 @@ def test_a_packed_model_saves_and_copies_like_the_plain_one() -> None:
     assert [h[0].tokens for h in generate(twin, src, cfg)] == [
         h[0].tokens for h in generate(fast, src, cfg)
     ]
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_a_packed_model_saves_each_tensor_once_and_loads_back(tie: bool, tmp_path: Path) -> None:
+    from attenzione.model_dir import load_model, save_weights, unshared_state
+
+    ref = _model(tie)
+    fast = for_inference(ref, "fp32")
+    assert unshared_state(fast, None).keys() == unshared_state(ref, None).keys()
+    save_weights(tmp_path / "m", fast)
+    again = load_model(tmp_path / "m")
+    src = _sources()
+    tgt = torch.randint(4, 80, (7, 8), generator=torch.Generator().manual_seed(2))
+    tgt[:, 0] = 1
+    with torch.inference_mode():
+        assert torch.equal(again(src, tgt).logits, ref(src, tgt).logits)

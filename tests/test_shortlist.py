@@ -19,9 +19,11 @@ from attenzione.translator import Translator
 V = 90
 
 
-def _model(pack: bool) -> Transformer:
+def _model(pack: bool, tie: bool = False) -> Transformer:
     torch.manual_seed(0)
     cfg = ModelConfig(
+        share_src_tgt_embeddings=tie,
+        tie_embeddings=tie,
         src_vocab_size=V,
         tgt_vocab_size=V,
         d_model=64,
@@ -73,14 +75,26 @@ def test_ids_for_a_batch_are_the_union_sorted() -> None:
     assert sl.ids_for(src, copy_source=True).tolist() == [0, 2, 5, 6, 7, 8, 40, 41, 42]
 
 
+@pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("pack", [False, True])
-def test_the_restricted_output_layer_gives_the_full_layers_logits(pack: bool) -> None:
-    model = _model(pack)
+def test_the_restricted_output_layer_gives_the_full_layers_logits(pack: bool, tie: bool) -> None:
+    model = _model(pack, tie)
     ids = torch.tensor([2, 9, 17, 33, 70])
     x = torch.randn(3, 1, 64)
     with torch.inference_mode():
         full = model.generator(x)
         assert torch.allclose(output_layer(model, ids)(x), full[..., ids], atol=1e-5)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_the_restricted_output_layer_of_an_int8_model(tie: bool) -> None:
+    model = _model(False, tie)
+    q = for_inference(model, "int8")
+    ids = torch.tensor([2, 9, 17, 33, 70])
+    x = torch.randn(3, 1, 64)
+    with torch.inference_mode():  # the int8 layer's weight, dequantized: close, not equal
+        full = q.generator(x)[..., ids]
+        assert torch.allclose(output_layer(q, ids)(x), full, atol=0.05)
 
 
 def test_a_list_of_every_piece_changes_nothing() -> None:
@@ -148,11 +162,13 @@ def test_a_translator_saves_loads_and_switches_its_shortlist(tmp_path: Path) -> 
     loaded = Translator.from_pretrained(path)
     assert loaded.shortlist is not None and loaded.use_shortlist
     assert torch.equal(loaded.shortlist.table, tr.shortlist.table)  # type: ignore[union-attr]
-    with_list = loaded.translate(["the cat", "a dog runs"])
+    texts = ["the cat", "a dog runs"]
+    with_list = [t.text for t in loaded.translate(texts)]
     loaded.use_shortlist = False
-    without = loaded.translate(["the cat", "a dog runs"])
-    assert len(with_list) == len(without) == 2
-    assert all(isinstance(t.text, str) for t in with_list)
+    without = [t.text for t in loaded.translate(texts)]
+    assert with_list != without  # the list keeps the untrained model from its usual choices
+    int8 = Translator.from_pretrained(path, precision="int8")  # an int8 model reads it too
+    assert int8.use_shortlist and len(int8.translate(texts)) == 2
 
 
 def test_a_damaged_or_mismatched_shortlist_is_one_error(tmp_path: Path) -> None:
@@ -165,6 +181,15 @@ def test_a_damaged_or_mismatched_shortlist_is_one_error(tmp_path: Path) -> None:
                       table=torch.zeros((3, 2), dtype=torch.int32))  # fmt: skip
     model_dir.write_shortlist(path, wrong)
     with pytest.raises(ValueError, match="source\\s+vocabulary"):
+        Translator.from_pretrained(path)
+    cfg = tr.model.config
+    floats = Shortlist(frequent=torch.tensor([1.5]),
+                       table=torch.full((cfg.src_vocab_size, 2), float("inf")))  # fmt: skip
+    from safetensors.torch import save_file  # a file written by another tool: floats
+
+    save_file({"frequent": floats.frequent, "table": floats.table},
+              str(path / model_dir.SHORTLIST_NAME))  # fmt: skip
+    with pytest.raises(ValueError, match="shortlist.safetensors: frequent must hold integer"):
         Translator.from_pretrained(path)
 
 

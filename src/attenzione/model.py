@@ -61,7 +61,8 @@ class EncoderOutput:
 @dataclass
 class DecoderOutput:
     """logits (B,T,V); the cache (if any); per layer self and cross records (on request);
-    the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding)."""
+    the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding;
+    with a cache whose rows come in groups, one row a sentence: see :mod:`attenzione.cache`)."""
 
     logits: Tensor
     cache: KVCache | None = None

@@ -3,10 +3,11 @@
 A plain ``F.linear(x, W)`` hands the (out, in) weight to the BLAS library at every call, and
 the library rearranges (packs) it into the blocked layout its kernel reads, every call again.
 For the 24,001 × 256 output layer that rearranging costs more than the arithmetic: measured on
-the shipped model's shape (2 threads, AVX-512), one decoding step's output layer takes 3.2 ms
+the shipped model's shape (2 threads, AVX-512), one decoding step's output layer took 3.2 ms
 for one sentence and 10–13 ms for 64, against 0.7 ms and 4.5 ms with the weight packed once
-(``python tools/linear_speed.py``). This module packs the weights once, at load time, with
-the same oneDNN calls ``torch.compile`` uses when it freezes a model for CPU inference.
+(one layer timed alone; a whole step: ``python -m bench.profile --batch 1 [--no-pack]``).
+This module packs the weights once, at load time, with the same oneDNN calls ``torch.compile``
+uses when it freezes a model for CPU inference.
 
 The numbers are the fp32 model's: the same weights and the same products, summed in another
 order (the logits of the shipped model move by ~1e-5; the tests compare greedy tokens and
@@ -48,16 +49,23 @@ class PackedLinear(nn.Module):
     """``y = x Wᵀ + b`` with W held in oneDNN's blocked layout (an opaque tensor).
 
     Built from an ``nn.Linear`` (or a weight and bias); the state dict still reads as the plain
-    layer's (``weight`` unpacked on demand), so a model with packed layers saves and deep-copies
-    like the original.
+    layer's (``weight`` unpacked on demand), so a model with packed layers saves its weights
+    and deep-copies like the original. It does not load a state dict or pickle (an opaque
+    tensor has no storage): load the plain model, then pack it.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None = None) -> None:
+    def __init__(
+        self, weight: Tensor, bias: Tensor | None = None, *, tied: Tensor | None = None
+    ) -> None:
         super().__init__()
         w = weight.detach().float().contiguous()
         self.out_features, self.in_features = w.shape
         self.packed = torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT)
         self.bias = None if bias is None else bias.detach().float().clone()
+        self.tied: Tensor | None
+        # the plain matrix this layer's weight is tied to (the output layer's embedding):
+        # `weight` is that very tensor, so a saved model stores it once, as the plain one does
+        object.__setattr__(self, "tied", tied)  # a plain reference, not a parameter of ours
 
     @classmethod
     def of(cls, linear: nn.Linear) -> PackedLinear:
@@ -65,7 +73,9 @@ class PackedLinear(nn.Module):
 
     @property
     def weight(self) -> Tensor:
-        """The plain (out, in) weight, unpacked (a copy: for reading, not for a hot loop)."""
+        """The plain (out, in) weight: the tied tensor, or unpacked (a copy: for reading)."""
+        if self.tied is not None:
+            return self.tied
         dense: Tensor = self.packed.to_dense()
         return dense
 
@@ -80,7 +90,10 @@ class PackedLinear(nn.Module):
             destination[prefix + "bias"] = self.bias
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PackedLinear:
-        return PackedLinear(self.weight, self.bias)  # an opaque tensor has no storage to copy
+        # an opaque tensor has no storage to copy: pack the copy anew (tied to the copy of
+        # the tied tensor, which `memo` holds when a whole model is copied)
+        tied = None if self.tied is None else copy.deepcopy(self.tied, memo)
+        return PackedLinear(self.weight, self.bias, tied=tied)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
@@ -105,5 +118,7 @@ def pack_model(model: Any) -> Any:
         _pack_children(layer)
     for layer in m.decoder_layers:
         _pack_children(layer.ffn)
-    m.generator = PackedLinear(m.generator.weight, m.generator.bias)  # untied: its own layout
+    gen = m.generator  # packed as its own copy; when tied, it still reads as the embedding
+    tied = m.tgt_embed.embedding.weight if m.config.tie_embeddings else None
+    m.generator = PackedLinear(gen.weight, gen.bias, tied=tied)
     return m

@@ -26,9 +26,9 @@ token is in the list is the same translation, token for token (tests/test_shortl
 Where the model's choice is outside the list, the translation changes: BLEU measures how often
 (docs/benchmarks.md, "The vocabulary shortlist").
 
-The file is ``shortlist`` in the model directory (:data:`attenzione.model_dir.SHORTLIST_NAME`,
-read and written by :mod:`attenzione.model_dir`): ``frequent`` (F,) and ``table`` (V_src, K),
-int32, −1 = none.
+The model directory keeps it in one file (its name is
+:data:`attenzione.model_dir.SHORTLIST_NAME`; read and written by :mod:`attenzione.model_dir`):
+``frequent`` (F,) and ``table`` (V_src, K), int32, −1 = none.
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ class Shortlist:
             )
         if self.frequent.dim() != 1:
             raise ValueError(f"{where}: frequent must be a list of ids")
+        for name, t in (("frequent", self.frequent), ("table", self.table)):
+            if t.dtype not in (torch.int16, torch.int32, torch.int64):
+                raise ValueError(f"{where}: {name} must hold integer ids, not {t.dtype}")
         for name, t in (("frequent", self.frequent), ("table", self.table)):
             if t.numel() and (int(t.max()) >= tgt_vocab or int(t.min()) < -1):
                 raise ValueError(f"{where}: {name} has ids outside the target vocabulary")
@@ -155,10 +158,21 @@ def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
     the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at those
     ids. Made once per batch; packed where the full layer is (:mod:`attenzione.packing`)."""
     gen = model.generator
-    # tied: the embedding is the same matrix, read without unpacking the output layer's copy
+    # tied: the embedding is the same matrix, read without unpacking the output layer's copy;
+    # an int8 layer gives its weight and bias by calling them (the weight then dequantized)
     weight = model.tgt_embed.embedding.weight if model.config.tie_embeddings else gen.weight
-    rows = weight.detach().index_select(0, ids)
-    bias = None if getattr(gen, "bias", None) is None else gen.bias.detach().index_select(0, ids)
+    weight = weight() if callable(weight) else weight
+    weight = weight.dequantize() if weight.is_quantized else weight
+    bias = getattr(gen, "bias", None)
+    bias = bias() if callable(bias) else bias
+    rows = weight.detach().float().index_select(0, ids)
+    bias = None if bias is None else bias.detach().float().index_select(0, ids)
     if isinstance(gen, packing.PackedLinear):
         return packing.PackedLinear(rows, bias)
-    return lambda x: F.linear(x, rows.to(x.dtype), None if bias is None else bias.to(x.dtype))
+    kept = rows, bias
+
+    def layer(x: Tensor) -> Tensor:
+        w, b = kept
+        return F.linear(x, w.to(x.dtype), None if b is None else b.to(x.dtype))
+
+    return layer

@@ -3,6 +3,7 @@ and learning a toy task."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,8 @@ def test_cache_reorder_follows_the_chosen_rows() -> None:
     torch.testing.assert_close(rest, reference, atol=1e-5, rtol=1e-5)
 
 
-def test_a_grouped_cache_follows_beams_and_finished_sentences() -> None:
+@pytest.mark.parametrize("inference", [False, True])  # True: reorders reuse spare buffers
+def test_a_grouped_cache_follows_beams_and_finished_sentences(inference: bool) -> None:
     """Beam search's rows come K to a sentence: the cross K/V are kept once a sentence and
     the K rows query them together. Against the full pass: expanding to 2 rows a sentence,
     rows taken from within their sentence, a sentence dropped, then rows of one sentence
@@ -182,18 +184,20 @@ def test_a_grouped_cache_follows_beams_and_finished_sentences() -> None:
     src, tgt = _batch()
     tgt = tgt.clone()
     tgt[tgt == PAD] = 5
-    enc = model.encode(src)
-    cache = model.init_cache(enc.memory, enc.memory_mask)
+    mode = torch.inference_mode() if inference else contextlib.nullcontext()
+    with mode:
+        enc = model.encode(src)
+        cache = model.init_cache(enc.memory, enc.memory_mask)
     rows = torch.arange(src.shape[0])
     for step, order in enumerate(
         [torch.tensor([0, 0, 1, 1, 2, 2]), torch.tensor([1, 0, 5, 4]), torch.tensor([2, 0, 3])]
     ):
-        cache.reorder(order)
         rows = rows[order]
-        expect_group = (2, 2, 1)[step]
-        assert cache.group == expect_group
-        out = model.decode(tgt[rows, step : step + 1], cache=cache, need_weights=True)
-        full = model(src[rows], tgt[rows, : step + 1], need_weights=True)
+        with mode:
+            cache.reorder(order)
+            out = model.decode(tgt[rows, step : step + 1], cache=cache, need_weights=True)
+            full = model(src[rows], tgt[rows, : step + 1], need_weights=True)
+        assert cache.group == (2, 2, 1)[step]
         torch.testing.assert_close(out.logits[:, -1], full.logits[:, -1], atol=1e-5, rtol=1e-5)
         for mine, theirs in zip(out.cross_attentions, full.cross_attentions, strict=True):
             torch.testing.assert_close(mine[:, :, -1], theirs[:, :, -1], atol=1e-5, rtol=1e-5)

@@ -38,6 +38,10 @@ class LayerCache:
     cross_v: Tensor
     self_k: Tensor | None = None
     self_v: Tensor | None = None
+    # the buffers the self K/V were in before the last reorder: the next reorder writes into
+    # them (two buffers a tensor, swapped, instead of a fresh allocation every step)
+    spare_k: Tensor | None = None
+    spare_v: Tensor | None = None
 
 
 @dataclass
@@ -114,8 +118,8 @@ class KVCache:
         for lc in self.layers:
             if lc.self_k is not None and lc.self_v is not None:
                 # Only the filled part is copied; the rest is reallocated lazily by append().
-                lc.self_k = _select_prefix(lc.self_k, indices, self.length)
-                lc.self_v = _select_prefix(lc.self_v, indices, self.length)
+                lc.self_k, lc.spare_k = _select_prefix(lc.self_k, lc.spare_k, indices, self.length)
+                lc.self_v, lc.spare_v = _select_prefix(lc.self_v, lc.spare_v, indices, self.length)
         sentence = indices // self.group  # (N',) the sentence of each new row
         runs = torch.unique_consecutive(sentence)
         group = indices.shape[0] // runs.shape[0]
@@ -146,9 +150,20 @@ def _grow(buf: Tensor, capacity: int, filled: int) -> Tensor:
     return new
 
 
-def _select_prefix(buf: Tensor, indices: Tensor, filled: int) -> Tensor:
-    """Rows ``indices`` of ``buf`` with its capacity kept, copying only the filled prefix."""
+def _select_prefix(
+    buf: Tensor, spare: Tensor | None, indices: Tensor, filled: int
+) -> tuple[Tensor, Tensor]:
+    """Rows ``indices`` of ``buf`` with its capacity kept, copying only the filled prefix,
+    written into ``spare`` when it is large enough. Returns (the new buffer, the new spare:
+    ``buf`` itself, whose rows are no longer needed)."""
     b, h, cap, dh = buf.shape
-    new = buf.new_empty(indices.shape[0], h, cap, dh)
-    new[:, :, :filled] = buf[:, :, :filled].index_select(0, indices)
-    return new
+    n = indices.shape[0]
+    if buf.requires_grad:  # outside inference: autograd cannot follow a copy into a buffer
+        fresh = buf.new_empty(n, h, cap, dh)
+        fresh[:, :, :filled] = buf[:, :, :filled].index_select(0, indices)
+        return fresh, buf
+    if spare is None or spare.shape[0] < n or spare.shape[2] != cap:
+        spare = buf.new_empty(max(n, b), h, cap, dh)
+    new = spare[:n]  # the leading rows of a contiguous buffer: contiguous
+    torch.index_select(buf[:, :, :filled], 0, indices, out=new[:, :, :filled])
+    return new, buf

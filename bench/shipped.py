@@ -15,9 +15,10 @@ steps — what ``attenzione translate`` does):
 * greedy, batched: FLORES dev with beam 1, sentences/s.
 
 Variants: ``plain`` (fp32, unpacked linear layers: the path before packing), ``packed`` (fp32,
-the default), ``int8``, and ``shortlist`` (packed + the model's vocabulary shortlist, if it
-ships one). The variants run one after another in one process, 2 threads; run it on an idle
-machine and read the ratios between variants.
+the default), ``int8``, ``bf16`` (weights in bf16: for CPUs with native bf16), and
+``shortlist`` (packed + the model's vocabulary shortlist, if it ships one). The variants run
+one after another in one process, 2 threads; run it on an idle machine and read the ratios
+between variants.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores, group_references
 from attenzione.translator import Translator
 
-VARIANTS = ("plain", "packed", "int8", "shortlist")
+VARIANTS = ("plain", "packed", "int8", "bf16", "shortlist")
 FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
 TATOEBA = Path("runs/prose/run/data/dev.tsv")
 
@@ -45,8 +46,8 @@ def load(model_dir: Path | None, variant: str) -> Translator:
     """The translator of one variant; only ``shortlist`` uses the model's shortlist."""
     if variant == "plain":
         tr = Translator.from_pretrained(model_dir, pack=False)
-    elif variant == "int8":
-        tr = Translator.from_pretrained(model_dir, precision="int8")
+    elif variant in ("int8", "bf16"):
+        tr = Translator.from_pretrained(model_dir, precision=variant)
     else:
         tr = Translator.from_pretrained(model_dir)
     if variant == "shortlist" and tr.shortlist is None:

@@ -120,3 +120,14 @@ def test_a_packed_model_saves_each_tensor_once_and_loads_back(tie: bool, tmp_pat
     tgt[:, 0] = 1
     with torch.inference_mode():
         assert torch.equal(again(src, tgt).logits, ref(src, tgt).logits)
+
+
+def test_a_torch_whose_packing_fails_falls_back_to_the_plain_layers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(model: Transformer) -> Transformer:
+        raise RuntimeError("mkldnn::_linear_pointwise: no such signature")
+
+    monkeypatch.setattr(packing, "pack_model", broken)
+    ref = _model()
+    assert for_inference(ref, "fp32") is ref  # the same numbers, unpacked

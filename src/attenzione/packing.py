@@ -38,8 +38,9 @@ BATCH_HINT = 64
 def available() -> bool:
     """Whether this torch has oneDNN's packed linear kernels (x86 and Arm builds do)."""
     try:
-        return bool(torch.backends.mkldnn.is_available()) and hasattr(
-            torch.ops.mkldnn, "_linear_pointwise"
+        ops = torch.ops.mkldnn
+        return bool(torch.backends.mkldnn.is_available()) and all(
+            hasattr(ops, name) for name in ("_linear_pointwise", "_reorder_linear_weight")
         )
     except (AttributeError, RuntimeError):
         return False

@@ -450,19 +450,18 @@ def generate(
     for part in parts:
         part.start(row_sentence)
     need_weights = any(t.reads_attention for t in terms)
+    extra: dict[str, Any] = {}  # decode's options, passed only when used
+    if need_weights:
+        extra["need_weights"] = True
+    if output is not None:
+        extra["output"] = output
     cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
     for step in range(int(limits.max())):
-        if output is not None:
-            out = model.decode(cur, cache=cache, need_weights=need_weights, output=output)
-        elif need_weights:
-            out = model.decode(cur, cache=cache, need_weights=True)
-        else:
-            out = model.decode(cur, cache=cache)
-        if vocab is None:
-            logits = out.logits[:, -1].float()  # (N,V)
-        else:  # (N,|vocab|) → (N,V), −inf outside the shortlist
-            logits = out.logits.new_full((out.logits.shape[0], mc.tgt_vocab_size), float("-inf"))
-            logits = logits.float().index_copy_(1, vocab, out.logits[:, -1].float())
+        out = model.decode(cur, cache=cache, **extra)
+        logits = out.logits[:, -1].float()  # (N,V), or (N,|vocab|) with a shortlist
+        if vocab is not None:  # → (N,V), −inf outside the shortlist
+            full = logits.new_full((logits.shape[0], mc.tgt_vocab_size), float("-inf"))
+            logits = full.index_copy_(1, vocab, logits)
         if step < cfg.min_len:
             logits[:, mc.eos_id] = float("-inf")
         for c in constraints:

@@ -100,12 +100,12 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
 
-def _pack_children(module: nn.Module, names: tuple[str, ...] | None = None) -> None:
-    """Replace ``module``'s ``nn.Linear`` children (those named, or all, recursively)."""
+def _pack_children(module: nn.Module) -> None:
+    """Replace every ``nn.Linear`` inside ``module`` (recursively) by a packed one."""
     for name, child in list(module.named_children()):
-        if isinstance(child, nn.Linear) and (names is None or name in names):
+        if isinstance(child, nn.Linear):
             setattr(module, name, PackedLinear.of(child))
-        elif names is None:
+        else:
             _pack_children(child)
 
 

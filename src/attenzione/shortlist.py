@@ -158,21 +158,14 @@ def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
     the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at those
     ids. Made once per batch; packed where the full layer is (:mod:`attenzione.packing`)."""
     gen = model.generator
-    # tied: the embedding is the same matrix, read without unpacking the output layer's copy;
-    # an int8 layer gives its weight and bias by calling them (the weight then dequantized)
-    weight = model.tgt_embed.embedding.weight if model.config.tie_embeddings else gen.weight
-    weight = weight() if callable(weight) else weight
+    # an int8 layer gives its weight and bias by calling them (the weight then dequantized);
+    # a packed layer's weight reads as the plain matrix (the embedding itself, when tied)
+    weight = gen.weight() if callable(gen.weight) else gen.weight
     weight = weight.dequantize() if weight.is_quantized else weight
     bias = getattr(gen, "bias", None)
     bias = bias() if callable(bias) else bias
-    rows = weight.detach().float().index_select(0, ids)
-    bias = None if bias is None else bias.detach().float().index_select(0, ids)
+    w = weight.detach().index_select(0, ids)  # in the model's own dtype: no cast a step
+    b = None if bias is None else bias.detach().index_select(0, ids)
     if isinstance(gen, packing.PackedLinear):
-        return packing.PackedLinear(rows, bias)
-    kept = rows, bias
-
-    def layer(x: Tensor) -> Tensor:
-        w, b = kept
-        return F.linear(x, w.to(x.dtype), None if b is None else b.to(x.dtype))
-
-    return layer
+        return packing.PackedLinear(w, b)
+    return lambda x: F.linear(x, w.to(x.dtype), None if b is None else b.to(x.dtype))

@@ -10,31 +10,17 @@ import torch
 from torch import nn
 
 from attenzione import packing
-from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
 from attenzione.model import Transformer
 from attenzione.precision import for_inference, logits_difference
+from tiny_model import small_model
 
 pytestmark = pytest.mark.skipif(not packing.available(), reason="torch built without oneDNN")
 
 
 def _model(tie: bool = True) -> Transformer:
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=80,
-        tgt_vocab_size=80,
-        d_model=64,
-        n_heads=4,
-        d_head=16,
-        d_ff=128,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-        share_src_tgt_embeddings=tie,
-        tie_embeddings=tie,
-    )
-    return Transformer(cfg).eval()
+    return small_model(80, tie=tie)
 
 
 def _sources() -> torch.Tensor:

@@ -7,29 +7,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
 from attenzione.model import Transformer
 from attenzione.precision import for_inference, logits_difference, quantize_int8
+from tiny_model import small_model
 
 
 def _model(tie: bool) -> Transformer:
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=60,
-        tgt_vocab_size=60,
-        d_model=64,
-        n_heads=4,
-        d_head=16,
-        d_ff=128,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-        share_src_tgt_embeddings=tie,
-        tie_embeddings=tie,
-    )
-    return Transformer(cfg).eval()
+    return small_model(60, tie=tie)
 
 
 def _batch() -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,36 +6,21 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.tiny_model import tiny_translator
 
 from attenzione import model_dir
-from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
 from attenzione.model import Transformer
 from attenzione.precision import for_inference
 from attenzione.shortlist import Counts, Shortlist, build, output_layer
 from attenzione.translator import Translator
+from tiny_model import small_model, tiny_translator
 
 V = 90
 
 
 def _model(pack: bool, tie: bool = False) -> Transformer:
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        share_src_tgt_embeddings=tie,
-        tie_embeddings=tie,
-        src_vocab_size=V,
-        tgt_vocab_size=V,
-        d_model=64,
-        n_heads=4,
-        d_head=16,
-        d_ff=128,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-    )
-    return for_inference(Transformer(cfg).eval(), "fp32", pack=pack)
+    return for_inference(small_model(V, tie=tie), "fp32", pack=pack)
 
 
 def _sources() -> torch.Tensor:

@@ -30,6 +30,27 @@ def tiny_config(src_vocab: int, tgt_vocab: int, *, max_len: int = 32, **kw: obje
     )
 
 
+def small_model(vocab: int, *, tie: bool, seed: int = 0) -> Transformer:
+    """d_model 64, 4 heads, two layers each side, one ``vocab`` for both sides (``tie``: shared
+    and tied embeddings), untrained, in eval mode: for comparing two ways of computing."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=64,
+        n_heads=4,
+        d_head=16,
+        d_ff=128,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+        share_src_tgt_embeddings=tie,
+        tie_embeddings=tie,
+    )
+    return Transformer(cfg).eval()
+
+
 def tiny_translator(seed: int = 0) -> Translator:
     torch.manual_seed(seed)
     src = WordTokenizer.train([" ".join(WORDS)])

@@ -22,22 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from attenzione.attention import AttentionRecord
 from attenzione.model import Transformer
+from attenzione.precision import plain_weight
 from attenzione.viz.maps import AttentionMaps, display_tokens
-
-
-def _float_weight(linear: nn.Module) -> Tensor:
-    """A linear layer's weight as float32, whatever the precision (int8 ones are dequantized)."""
-    w: Any = linear.weight
-    if callable(w):  # torch.ao's quantized Linear exposes its weight through a method
-        w = w()
-    if w.is_quantized:
-        w = w.dequantize()
-    out: Tensor = w.detach().float()
-    return out
 
 
 def _query_key_mask(record: AttentionRecord, n_q: int, n_k: int) -> Tensor:
@@ -110,7 +100,7 @@ def collect_attention(
             for kind, recs in records.items()
         },
         out_weights={
-            kind: [_float_weight(m.out_proj) for m in mods] for kind, mods in modules.items()
+            kind: [plain_weight(m.out_proj).float() for m in mods] for kind, mods in modules.items()
         },
     )
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -97,6 +98,18 @@ def quantize_int8(model: Transformer) -> Transformer:
 
         q: Transformer = quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
     return q
+
+
+def plain_weight(linear: nn.Module) -> Tensor:
+    """A linear layer's (out, in) weight as a plain tensor whatever its precision: an int8
+    layer's dequantized, a packed layer's unpacked; detached, in the layer's own dtype."""
+    w: Any = linear.weight
+    if callable(w):  # torch.ao's quantized Linear exposes its weight through a method
+        w = w()
+    if w.is_quantized:
+        w = w.dequantize()
+    out: Tensor = w.detach()
+    return out
 
 
 def native_bf16() -> bool:

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attenzione import packing
+from attenzione.precision import plain_weight
 
 
 @dataclass
@@ -158,13 +159,9 @@ def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
     the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at those
     ids. Made once per batch; packed where the full layer is (:mod:`attenzione.packing`)."""
     gen = model.generator
-    # an int8 layer gives its weight and bias by calling them (the weight then dequantized);
-    # a packed layer's weight reads as the plain matrix (the embedding itself, when tied)
-    weight = gen.weight() if callable(gen.weight) else gen.weight
-    weight = weight.dequantize() if weight.is_quantized else weight
     bias = getattr(gen, "bias", None)
-    bias = bias() if callable(bias) else bias
-    w = weight.detach().index_select(0, ids)  # in the model's own dtype: no cast a step
+    bias = bias() if callable(bias) else bias  # an int8 layer gives its bias by a call
+    w = plain_weight(gen).index_select(0, ids)  # in the model's own dtype: no cast a step
     b = None if bias is None else bias.detach().index_select(0, ids)
     if isinstance(gen, packing.PackedLinear):
         return packing.PackedLinear(w, b)

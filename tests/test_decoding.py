@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import Constraint, Term, generate
+from attenzione.decoding import TOP_K_BLOCK, Constraint, Term, generate, top_k
 from attenzione.model import Transformer
 from decoding_stubs import (
     BOS,
@@ -533,3 +533,30 @@ def test_the_tiny_models_vocabulary_is_what_the_loop_checks_against() -> None:
     assert tiny.checked == [(5, TINY_TGT_VOCAB)]
     assert tiny.started == [[s for s in range(5) for _ in range(3)]]
     assert out == generate(model, ids, DecodeConfig(method="beam", beam_size=3))
+
+
+# ---------------------------------------------------------------------------- top_k
+@pytest.mark.parametrize(
+    ("rows", "cols", "k"),
+    [(3, 24001, 8), (2, 4 * 24001, 8), (4, 24001, 1), (5, 64 * TOP_K_BLOCK, 3), (2, 100, 8)],
+)
+def test_top_k_is_torch_topk(rows: int, cols: int, k: int) -> None:
+    gen = torch.Generator().manual_seed(rows * cols + k)
+    x = torch.randn(rows, cols, generator=gen)
+    x[0, : cols // 2] = float("-inf")  # a row half masked, as constraints leave them
+    x[-1, -1] = 50.0  # the largest value in the last, partial block
+    values, indices = top_k(x, k)
+    want = x.topk(k, dim=1)
+    assert torch.equal(values, want.values)
+    assert torch.equal(indices, want.indices)
+
+
+def test_top_k_with_ties_returns_the_tied_values_at_their_own_columns() -> None:
+    x = torch.zeros(2, 24001)
+    x[0, [5, 9000, 24000]] = 1.0
+    x[1, :] = -1.0
+    values, indices = top_k(x, 4)
+    assert torch.equal(values, x.topk(4, dim=1).values)
+    assert torch.equal(x.gather(1, indices), values)
+    assert set(indices[0, :3].tolist()) == {5, 9000, 24000}
+    assert len(set(indices[1].tolist())) == 4  # four distinct columns, not one four times

@@ -14,7 +14,14 @@ import torch
 from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
-from attenzione.lexicon import Lexicon, piece_table, translated_words, word_list, words_of
+from attenzione.lexicon import (
+    Lexicon,
+    known_starts,
+    piece_table,
+    translated_words,
+    word_list,
+    words_of,
+)
 from attenzione.scoring import Terms
 from attenzione.terms import WordPenalty
 from attenzione.translator import Translator
@@ -64,6 +71,14 @@ def test_piece_table_marks_word_starts_and_writes_no_specials() -> None:
     assert texts[B1 : B2 + 1] == [b"\xc5", b"\x99"]  # a byte piece writes its byte
     assert [i for i, s in enumerate(starts.tolist()) if s] == [EOS, GA, E, DVO, DO, SP]
     assert texts[SP] == b""
+
+
+def test_known_starts_are_the_word_starts_that_begin_a_known_word() -> None:
+    texts, starts = piece_table(PIECES, EOS)
+    free = known_starts(KNOWN, texts, starts)
+    # "▁ga" and "▁è" begin known words; <eos> and a lone "▁" write no letters; "▁Dvo" and
+    # "▁Do" begin no known word (a source may still make them free); "tto" is no word start
+    assert {i for i in range(V) if free[i]} == {GA, E, EOS, SP}
 
 
 def test_fits_whole_words_and_starts_of_words() -> None:

@@ -166,6 +166,40 @@ def _limits(model: DecodingModel, src_ids: Tensor, cfg: DecodeConfig) -> Tensor:
     return limit.clamp(min=1, max=model.config.max_len - 1)
 
 
+# Columns per block in :func:`top_k`'s first pass.
+TOP_K_BLOCK = 64
+
+
+def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest values of each row of a 2-D ``x`` and their columns, largest first:
+    ``x.topk(k, dim=1)``, in two passes.
+
+    ``torch.topk`` over a long row costs several times a plain pass over it (measured on the
+    shipped model's 24,001 pieces, 2 threads: 7.7 ms for 256 rows, against 0.5 ms for their
+    maxima). A search takes a handful of the best of 24,001 or 4 × 24,001, so this takes the
+    maximum of every block of :data:`TOP_K_BLOCK` columns, keeps the ``k`` blocks with the
+    largest maxima and ranks only their columns. That is exact: each of the ``k`` largest
+    values lies in one of those blocks (a block outside them has ``k`` blocks ahead of it,
+    each holding a value at least as large as its maximum). Equal values may come in another
+    order than ``torch.topk`` gives them; a row too short for blocks to pay takes
+    ``torch.topk`` itself."""
+    n, v = x.shape
+    blocks = v // TOP_K_BLOCK
+    if blocks <= 4 * k:
+        values, indices = x.topk(k, dim=1)
+        return values, indices
+    whole = blocks * TOP_K_BLOCK
+    maxima = x[:, :whole].view(n, blocks, TOP_K_BLOCK).amax(dim=2)  # (n, blocks)
+    best = maxima.topk(k, dim=1).indices  # (n, k) the blocks that hold the k largest
+    offsets = torch.arange(TOP_K_BLOCK, device=x.device)
+    cols = (best[:, :, None] * TOP_K_BLOCK + offsets).view(n, k * TOP_K_BLOCK)
+    if whole < v:  # the last columns, fewer than a block: always candidates
+        rest = torch.arange(whole, v, device=x.device).expand(n, v - whole)
+        cols = torch.cat([cols, rest], dim=1)
+    values, at = x.gather(1, cols).topk(k, dim=1)
+    return values, cols.gather(1, at)
+
+
 def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
     """Set to −inf every logit outside the top-k and outside the top-p nucleus. (N,V)."""
     if top_k > 0 and top_k < logits.shape[-1]:
@@ -217,8 +251,8 @@ class Greedy(Strategy):
 
     def choose(self, logits: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor]:
         """(N,) next tokens and their log-probabilities."""
-        picked, nxt = log_probs.max(dim=-1)  # one max gives both token and score
-        return nxt, picked
+        picked, nxt = top_k(log_probs, 1)  # the most likely token and its log-prob
+        return nxt[:, 0], picked[:, 0]
 
     def step(
         self, step: int, logits: Tensor, log_probs: Tensor, charges: Sequence[Charge] = ()
@@ -315,7 +349,7 @@ class BeamSearch(Strategy):
         base = self.scores.view(n * k, 1)  # (n·K,1) total log-probs so far
         width = min(2 * k, k * v)
         if not charges and not self.any_paid:  # nothing charged: rank by log-prob
-            top_s, top_i = (base + log_probs).view(n, k * v).topk(width, dim=1)  # (n,2K)
+            top_s, top_i = top_k((base + log_probs).view(n, k * v), width)  # (n,2K)
             top_r = top_s
         else:  # rank by log-prob + charges, and read the model's own score back
             paid = self.paid.view(n * k, 1)
@@ -325,7 +359,7 @@ class BeamSearch(Strategy):
             rank = (base + paid) + log_probs  # (n·K,V)
             for charge in charges:
                 charge.apply(rank)
-            top_r, top_i = rank.view(n, k * v).topk(width, dim=1)  # (n,2K)
+            top_r, top_i = top_k(rank.view(n, k * v), width)  # (n,2K)
             rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
             top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
         parent_l = (top_i // v).tolist()

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from attenzione.decoding import top_k
+
 WORD = re.compile(r"[^\W\d_]+")
 WORD_MARK = "\u2581"  # SentencePiece's "a word starts here"
 BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")  # byte fallback's pieces (as in data.tokenizers)
@@ -103,30 +105,45 @@ def holds(words: Sequence[str], w: str, *, whole: bool) -> bool:
     return i < len(words) and (words[i] == w if whole else words[i].startswith(w))
 
 
+def _fits(known: Sequence[str], source: Sequence[str], text: str, *, whole: bool) -> bool:
+    """Whether ``text`` is made of words of sorted ``known`` or ``source`` (``whole``), or can
+    still become so (see :meth:`Lexicon.fits`)."""
+    runs = words_of(text)
+    open_end = not whole and text[-1:].isalpha()
+    for j, w in enumerate(runs):
+        word = not (open_end and j == len(runs) - 1)  # the last run of an open text: a start
+        if not (holds(known, w, whole=word) or holds(source, w, whole=word)):
+            return False
+    return True
+
+
+def known_starts(known: Sequence[str], texts: Sequence[bytes], starts: Tensor) -> Tensor:
+    """(V,) the pieces that begin a word and whose text fits sorted ``known`` words alone
+    (:meth:`Lexicon.fits`, not ``whole``): they never spoil a word, whatever the source."""
+    free = torch.zeros(len(texts), dtype=torch.bool)
+    for i in starts.nonzero().flatten().tolist():
+        text = texts[i].decode("utf-8", "ignore")
+        free[i] = not text or _fits(known, (), text, whole=False)
+    return free
+
+
 @dataclass
 class Lexicon:
     """The known words (``known``: sorted, lowercased) and, per sentence of a batch, the words
-    of its source (``sources``), with what each target token writes (:func:`piece_table`)."""
+    of its source (``sources``), with what each target token writes (:func:`piece_table`).
+    ``free``: :func:`known_starts` of these (None: the word check computes them; a model's
+    are the same for every batch)."""
 
     known: Sequence[str]
     texts: Sequence[bytes]
     starts: Tensor
     sources: Sequence[frozenset[str]]
     penalty: float
+    free: Tensor | None = None
     _memo: dict[tuple[int, str, bool], bool] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._sorted_sources = [sorted(words) for words in self.sources]
-
-    def _is_word(self, sent: int, word: str) -> bool:
-        return holds(self.known, word, whole=True) or holds(
-            self._sorted_sources[sent], word, whole=True
-        )
-
-    def _is_start(self, sent: int, prefix: str) -> bool:
-        return holds(self.known, prefix, whole=False) or holds(
-            self._sorted_sources[sent], prefix, whole=False
-        )
 
     def fits(self, sent: int, text: str, *, whole: bool) -> bool:
         """Whether ``text`` (one word as the pieces wrote it, punctuation included) is made of
@@ -135,14 +152,7 @@ class Lexicon:
         key = (sent, text, whole)
         hit = self._memo.get(key)
         if hit is None:
-            runs = words_of(text)
-            open_end = not whole and text[-1:].isalpha()
-            hit = all(
-                self._is_start(sent, w)
-                if open_end and j == len(runs) - 1
-                else self._is_word(sent, w)
-                for j, w in enumerate(runs)
-            )
+            hit = _fits(self.known, self._sorted_sources[sent], text, whole=whole)
             self._memo[key] = hit
         return hit
 
@@ -193,6 +203,11 @@ class WordCheck:
         self.charged = [False] * len(row_sentence)  # that word has been penalised already
         self.end_cost = lexicon.penalty * lexicon.starts.to(device).float()  # (V,)
         self.is_start = lexicon.starts.tolist()
+        self.starts = lexicon.starts.to(device)
+        free = lexicon.free
+        if free is None:
+            free = known_starts(lexicon.known, lexicon.texts, lexicon.starts)
+        self.free_starts = free.to(device)  # (V,) word starts that never spoil a word
         self.width = width
         self.device = device
         self._charged_now: set[tuple[int, int]] = set()  # (row, token) charged this step
@@ -205,45 +220,56 @@ class WordCheck:
         ``log_probs`` (None: nothing): a token that makes its word impossible; any token,
         for a word that became impossible unnoticed; a token that ends a word that stops
         short of being one."""
-        fits, is_start = self.lex.fits, self.is_start
+        fits = self.lex.fits
         width = min(self.width, log_probs.shape[-1])
-        likely = log_probs.topk(width, dim=-1).indices.tolist()  # (N,width)
+        likely = top_k(log_probs, width)[1]  # (N,width)
         now = [0.0] * len(self.word)
         at_end: list[int] = []
-        bad_rows: list[int] = []
-        bad_tokens: list[int] = []
+        open_rows = [False] * len(self.word)  # the row's word has not paid yet
         for r, (sent, word) in enumerate(zip(self.sentence, self.word, strict=True)):
+            if self.charged[r]:
+                continue
             text = word.decode("utf-8", "ignore")
-            open_word = not self.charged[r]
-            if open_word and text and not fits(sent, text, whole=False):
-                self.charged[r], open_word = True, False
+            if text and not fits(sent, text, whole=False):
+                self.charged[r] = True
                 now[r] = self.lex.penalty
-            short = False  # a piece that ends the row's word now pays for it
-            if open_word and (
-                (text and not fits(sent, text, whole=True))  # stops short of a word
-                or (self.empty[r] and not word)  # a lone "▁": an empty word if it ends now
-            ):
-                at_end.append(r)
-                short = True
-            free = False  # some likely piece costs nothing
-            for tok in likely[r]:
-                if self._spoils(sent, word, open_word, tok):
+                continue
+            open_rows[r] = True
+            if (text and not fits(sent, text, whole=True)) or (self.empty[r] and not word):
+                at_end.append(r)  # stops short of a word, or a lone "▁": ending it now pays
+        # which likely pieces spoil their row's word: a word start whose text is the start of
+        # a known word never does; the others are checked one by one
+        starts = self.starts[likely]  # (N,width)
+        is_open = torch.tensor(open_rows, device=likely.device)
+        doubtful = (starts & ~self.free_starts[likely]) | (~starts & is_open[:, None])
+        spoils = torch.zeros_like(starts)
+        likely_l = likely.tolist()
+        for r, j in doubtful.nonzero().tolist():
+            tok = likely_l[r][j]
+            if self._spoils(self.sentence[r], self.word[r], open_rows[r], tok):
+                spoils[r, j] = True
+        # a row with no likely piece that costs nothing (a piece that ends a short word
+        # costs): look further down for the first that does not ("Dvo" + <0xC5> of
+        # "Dvořák"), charging the spoilers above it, so that an unlikelier piece that spoils
+        # the word cannot take the row's place unpaid
+        short = torch.zeros_like(is_open)
+        short[at_end] = True
+        free = (~spoils & ~(short[:, None] & starts)).any(dim=1)  # (N,)
+        bad = spoils.nonzero().tolist()
+        bad_rows = [r for r, _ in bad]
+        bad_tokens = [likely_l[r][j] for r, j in bad]
+        for r in (~free & is_open).nonzero().flatten().tolist():
+            sent, word = self.sentence[r], self.word[r]
+            if not word:
+                continue
+            more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
+            checked = set(likely_l[r])  # (ties may order the two lists differently)
+            for tok in (t for t in more if t not in checked):
+                if self._spoils(sent, word, True, tok):
                     bad_rows.append(r)
                     bad_tokens.append(tok)
-                elif not (short and is_start[tok]):
-                    free = True
-            if not free and open_word and word:
-                # every likely piece pays: look further down for the first that does not
-                # ("Dvo" + <0xC5> of "Dvořák"), charging the spoilers above it, so that an
-                # unlikelier piece that spoils the word cannot take the row's place unpaid
-                more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
-                checked = set(likely[r])  # (ties may order the two lists differently)
-                for tok in (t for t in more if t not in checked):
-                    if self._spoils(sent, word, open_word, tok):
-                        bad_rows.append(r)
-                        bad_tokens.append(tok)
-                    elif not (short and is_start[tok]):
-                        break
+                elif not (r in at_end and self.is_start[tok]):
+                    break
         self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
         if not at_end and not any(now) and not bad_rows:
             return None

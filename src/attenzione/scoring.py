@@ -30,7 +30,7 @@ from attenzione.config import (
 from attenzione.constraints import ByteBan, Never, WellFormedUTF8, WholeCharacters, utf8_roles
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.decoding import Constraint, Term
-from attenzione.lexicon import Lexicon, piece_table, words_of
+from attenzione.lexicon import Lexicon, known_starts, piece_table, words_of
 from attenzione.terms import AttentionCoverage, SymbolCoverage, WordPenalty
 
 DIGITS = "0123456789"
@@ -238,7 +238,10 @@ class Scoring:
         if weights.word_check > 0 and self.known_words is not None:
             decode = self.src_tokenizer.decode
             words = [frozenset(words_of(decode(list(ids)))) - self.not_free for ids in sources]
-            lexicon = Lexicon(self.known_words, *self._word_pieces, words, weights.word_check)
+            texts, starts = self._word_pieces
+            lexicon = Lexicon(
+                self.known_words, texts, starts, words, weights.word_check, self._known_starts
+            )
             out.append(WordPenalty(lexicon, 2 * cfg.beam_size, batch.device))
         return out
 
@@ -262,3 +265,9 @@ class Scoring:
         tok, v = self.tgt_tokenizer, self.config.tgt_vocab_size
         pieces = [tok.id_to_token(i) if i < tok.vocab_size else "<>" for i in range(v)]
         return piece_table(pieces, self.config.eos_id)
+
+    @cached_property
+    def _known_starts(self) -> Tensor:
+        """The target pieces that begin a word and never spoil one (:func:`known_starts`)."""
+        assert self.known_words is not None
+        return known_starts(self.known_words, *self._word_pieces)

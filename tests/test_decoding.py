@@ -441,6 +441,7 @@ class _Recorder(Constraint, Term):
         self.calls: list[str] = []
         self.attention: list[Sequence[torch.Tensor] | None] = []
         self.rows = 0  # how many rows there are now
+        self.sizes: list[int] = []  # the rows after each advance
 
     def check(self, batch: int, vocab: int) -> None:
         self.checked.append((batch, vocab))
@@ -467,6 +468,7 @@ class _Recorder(Constraint, Term):
             assert int(rows.max()) < self.rows
             self.rows = len(rows)
         assert tokens.shape == (self.rows,)
+        self.sizes.append(self.rows)
         self.calls.append("advance")
 
 
@@ -478,13 +480,15 @@ def test_the_loop_checks_starts_and_advances_constraints_and_terms() -> None:
     assert set(constraint.calls) == {"mask", "trim", "advance"}
     generate(Attending(), src(3), DecodeConfig(method="greedy"), terms=[term])
     assert term.checked == [(3, V)] and term.started == [] and term.calls == []
-    # beam search: K consecutive rows per sentence; each step masks, trims, then charges
+    # beam search: one row per sentence (the empty translation), then K consecutive rows per
+    # sentence; each step masks, trims, then charges
     constraint, term = _Recorder(), _Recorder()
     cfg = DecodeConfig(method="beam", beam_size=2)
     generate(Attending(), src(3), cfg, constraints=[constraint], terms=[term])
     for part in (constraint, term):
         assert part.checked == [(3, V)]
-        assert part.started == [[0, 0, 1, 1, 2, 2]]
+        assert part.started == [[0, 1, 2]]
+        assert part.sizes[0] == 6
     assert constraint.calls[:3] == ["mask", "trim", "advance"]
     assert term.calls[:2] == ["charge", "advance"]
     assert constraint.calls.count("advance") == term.calls.count("advance") >= 1
@@ -531,7 +535,7 @@ def test_the_tiny_models_vocabulary_is_what_the_loop_checks_against() -> None:
     tiny = _Tiny()
     out = generate(model, ids, DecodeConfig(method="beam", beam_size=3), constraints=[tiny])
     assert tiny.checked == [(5, TINY_TGT_VOCAB)]
-    assert tiny.started == [[s for s in range(5) for _ in range(3)]]
+    assert tiny.started == [list(range(5))] and tiny.sizes[0] == 5 * 3
     assert out == generate(model, ids, DecodeConfig(method="beam", beam_size=3))
 
 

@@ -27,8 +27,8 @@ LAYERS = {
     "embeddings": 1,
     "layers": 2,
     "model": 3,
-    "lexicon": 3,
     "decoding": 4,
+    "lexicon": 4,  # its word check ranks with decoding.top_k
     "constraints": 4,
     "terms": 4,
     "precision": 4,

@@ -101,12 +101,14 @@ def _keep_utf8(logits: Tensor, owed: Tensor, roles: Tensor, closed: Tensor) -> N
     may write only those; the others no continuation byte and no ``NEVER`` byte (``closed``:
     the ids of those, so only their columns are touched). A row that owes bytes none of which
     is allowed (all banned) is left as it is rather than emptied."""
-    cont = roles == CONTINUATION  # (V,)
-    waiting = owed > 0  # (N,)
-    if bool(waiting.any()):
-        open_cont = torch.isfinite(logits) & cont  # (N,V)
-        waiting = waiting & open_cont.any(dim=-1)
-        logits.masked_fill_(waiting[:, None] & ~cont[None, :], float("-inf"))
+    waiting = (owed > 0).nonzero().squeeze(1)  # (W,) the rows that owe bytes: few
+    if waiting.numel():
+        cont = (roles == CONTINUATION).nonzero().squeeze(1)  # (C,)
+        keep = logits[waiting[:, None], cont]  # (W,C)
+        able = torch.isfinite(keep).any(dim=1)  # some continuation byte is allowed
+        waiting, keep = waiting[able], keep[able]
+        logits[waiting] = float("-inf")
+        logits[waiting[:, None], cont] = keep
     if closed.numel():
         free = ~(owed > 0)  # (N,)
         logits[:, closed] = logits[:, closed].masked_fill_(free[:, None], float("-inf"))

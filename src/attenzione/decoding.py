@@ -297,7 +297,9 @@ class BeamSearch(Strategy):
 
     At each step the K·V continuations of a sentence are ranked by total log-prob; of the best
     2K, ``<eos>`` ones within the top K are set aside as finished, and the best K others go on.
-    A sentence stops once K finished hypotheses owe nothing to any of the ``terms``.
+    A sentence stops once K finished hypotheses owe nothing to any of the ``terms``. The first
+    step starts from one row a sentence (the empty translation: K copies of it would be K
+    identical rows through the decoder) and ends with K.
     """
 
     def __init__(
@@ -309,15 +311,13 @@ class BeamSearch(Strategy):
         k, b, dev = cfg.beam_size, self.batch, limits.device
         self.k, self.device = k, dev
         self.live = list(range(b))  # original sentence of each live group of K rows
-        self.scores = torch.full((b, k), float("-inf"), device=dev)
-        self.scores[:, 0] = 0.0  # all beams start identical: only the first may expand
-        self.paid = torch.zeros((b, k), device=dev)  # word penalties charged so far (≤ 0)
+        # per live sentence and row: total log-prob and the charges paid so far (≤ 0); one
+        # row a sentence until the first step has chosen K
+        self.scores = torch.zeros((b, 1), device=dev)
+        self.paid = torch.zeros((b, 1), device=dev)
         self.any_paid = False
-        self.history = torch.empty((b * k, 0), dtype=torch.long, device=dev)  # (N, step)
+        self.history = torch.empty((b, 0), dtype=torch.long, device=dev)  # (N, step)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(b)]
-
-    def start(self) -> Tensor:
-        return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
 
     def _finish(
         self,
@@ -346,21 +346,22 @@ class BeamSearch(Strategy):
     ) -> Step | None:
         k, n = self.k, len(self.live)
         v = log_probs.shape[-1]
-        base = self.scores.view(n * k, 1)  # (n·K,1) total log-probs so far
-        width = min(2 * k, k * v)
+        per = self.scores.shape[1]  # rows a sentence: 1 at the first step, then K
+        base = self.scores.view(n * per, 1)  # (n·per,1) total log-probs so far
+        width = min(2 * k, per * v)
         if not charges and not self.any_paid:  # nothing charged: rank by log-prob
-            top_s, top_i = top_k((base + log_probs).view(n, k * v), width)  # (n,2K)
+            top_s, top_i = top_k((base + log_probs).view(n, per * v), width)  # (n,2K)
             top_r = top_s
         else:  # rank by log-prob + charges, and read the model's own score back
-            paid = self.paid.view(n * k, 1)
+            paid = self.paid.view(n * per, 1)
             for charge in charges:
                 if charge.now is not None:
                     paid = paid - charge.now[:, None]
             rank = (base + paid) + log_probs  # (n·K,V)
             for charge in charges:
                 charge.apply(rank)
-            top_r, top_i = top_k(rank.view(n, k * v), width)  # (n,2K)
-            rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
+            top_r, top_i = top_k(rank.view(n, per * v), width)  # (n,2K)
+            rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * per  # (n,2K)
             top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
         parent_l = (top_i // v).tolist()
         tok_l = (top_i % v).tolist()
@@ -384,7 +385,7 @@ class BeamSearch(Strategy):
                 if tok_l[g][j] == self.eos_id:
                     if j < k:
                         hist_l = self.history.tolist() if hist_l is None else hist_l
-                        row = g * k + parent_l[g][j]
+                        row = g * per + parent_l[g][j]
                         self._finish(sent, hist_l[row], s, length, pay, row, self.eos_id)
                 elif len(chosen) < k:
                     chosen.append(j)
@@ -395,7 +396,7 @@ class BeamSearch(Strategy):
             if at_limit and len(self.finished[sent]) < k:
                 hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:
-                    row, tok = g * k + parent_l[g][j], tok_l[g][j]
+                    row, tok = g * per + parent_l[g][j], tok_l[g][j]
                     self._finish(
                         sent, hist_l[row] + [tok], score_l[g][j], length, paid_l[g][j], row, tok
                     )
@@ -406,7 +407,7 @@ class BeamSearch(Strategy):
                 chosen.append(chosen[0])
             still.append(g)
             for idx, j in enumerate(chosen):
-                parents.append(g * k + parent_l[g][j])
+                parents.append(g * per + parent_l[g][j])
                 new_tok.append(tok_l[g][j])
                 new_scores.append(score_l[g][j] if idx < n_real else float("-inf"))
                 new_paid.append(paid_l[g][j] if idx < n_real else 0.0)

@@ -242,12 +242,14 @@ class WordCheck:
         starts = self.starts[likely]  # (N,width)
         is_open = torch.tensor(open_rows, device=likely.device)
         doubtful = (starts & ~self.free_starts[likely]) | (~starts & is_open[:, None])
-        spoils = torch.zeros_like(starts)
         likely_l = likely.tolist()
-        for r, j in doubtful.nonzero().tolist():
-            tok = likely_l[r][j]
-            if self._spoils(self.sentence[r], self.word[r], open_rows[r], tok):
-                spoils[r, j] = True
+        spoilt = [
+            r * width + j
+            for r, j in doubtful.nonzero().tolist()
+            if self._spoils(self.sentence[r], self.word[r], open_rows[r], likely_l[r][j])
+        ]
+        spoils = torch.zeros_like(starts)
+        spoils.view(-1)[spoilt] = True
         # a row with no likely piece that costs nothing (a piece that ends a short word
         # costs): look further down for the first that does not ("Dvo" + <0xC5> of
         # "Dvořák"), charging the spoilers above it, so that an unlikelier piece that spoils

@@ -480,14 +480,13 @@ def test_the_loop_checks_starts_and_advances_constraints_and_terms() -> None:
     assert set(constraint.calls) == {"mask", "trim", "advance"}
     generate(Attending(), src(3), DecodeConfig(method="greedy"), terms=[term])
     assert term.checked == [(3, V)] and term.started == [] and term.calls == []
-    # beam search: one row per sentence (the empty translation), then K consecutive rows per
-    # sentence; each step masks, trims, then charges
+    # beam search: K consecutive rows per sentence; each step masks, trims, then charges
     constraint, term = _Recorder(), _Recorder()
     cfg = DecodeConfig(method="beam", beam_size=2)
     generate(Attending(), src(3), cfg, constraints=[constraint], terms=[term])
     for part in (constraint, term):
         assert part.checked == [(3, V)]
-        assert part.started == [[0, 1, 2]]
+        assert part.started == [[0, 0, 1, 1, 2, 2]]
         assert part.sizes[0] == 6
     assert constraint.calls[:3] == ["mask", "trim", "advance"]
     assert term.calls[:2] == ["charge", "advance"]
@@ -535,7 +534,7 @@ def test_the_tiny_models_vocabulary_is_what_the_loop_checks_against() -> None:
     tiny = _Tiny()
     out = generate(model, ids, DecodeConfig(method="beam", beam_size=3), constraints=[tiny])
     assert tiny.checked == [(5, TINY_TGT_VOCAB)]
-    assert tiny.started == [list(range(5))] and tiny.sizes[0] == 5 * 3
+    assert tiny.started == [[s for s in range(5) for _ in range(3)]]
     assert out == generate(model, ids, DecodeConfig(method="beam", beam_size=3))
 
 

@@ -7,7 +7,11 @@ change (causal masking means position j never sees what comes after it), so we k
 * **self-attention**: per decoder layer, K and V of every position generated so far. Each step
   projects only the new token and writes its K/V at position ``length``. The buffers are
   preallocated for ``capacity`` positions (doubling if exceeded), so a step does not copy
-  the whole history as ``torch.cat`` would.
+  the whole history as ``torch.cat`` would. A reorder copies the rows anyway, so it writes
+  them packed, with room for exactly one more position: after it, the next step's keys and
+  values are one contiguous block, which the attention's matrix products read faster than
+  the rows of a larger buffer (bmm of one query against 30 cached keys, 256 rows × 4 heads:
+  0.12 against 0.20 ms).
 * **cross-attention**: per decoder layer, K and V of the encoder memory, computed once per
   source batch, since the memory does not change while decoding. They are kept once per
   *sentence*, not per row: beam search's K rows of a sentence attend to the same keys, so
@@ -32,14 +36,18 @@ from torch import Tensor
 
 @dataclass
 class LayerCache:
-    """One decoder layer's tensors. Self K/V buffers: (B,H,capacity,Dh); cross K/V: (B,H,S,Dh)."""
+    """One decoder layer's tensors. Self K/V buffers: (B,H,room,Dh), the first ``length``
+    positions filled; cross K/V: (B,H,S,Dh)."""
 
     cross_k: Tensor
     cross_v: Tensor
     self_k: Tensor | None = None
     self_v: Tensor | None = None
-    # the buffers the self K/V were in before the last reorder: the next reorder writes into
-    # them (two buffers a tensor, swapped, instead of a fresh allocation every step)
+    # the flat memory the self K/V are views of, and the memory they were in before the last
+    # reorder: the next reorder writes into that (two blocks a tensor, swapped, instead of a
+    # fresh allocation every step)
+    store_k: Tensor | None = None
+    store_v: Tensor | None = None
     spare_k: Tensor | None = None
     spare_v: Tensor | None = None
 
@@ -89,14 +97,13 @@ class KVCache:
         t = k.shape[2]
         end = self.length + t
         if lc.self_k is None or lc.self_v is None:
-            b, h, _, dh = k.shape
-            cap = max(self.capacity, end)
-            lc.self_k = k.new_empty(b, h, cap, dh)
-            lc.self_v = v.new_empty(b, h, cap, v.shape[-1])
+            room = max(self.capacity, end)
+            lc.self_k, lc.store_k = _grow(k, room, 0)
+            lc.self_v, lc.store_v = _grow(v, room, 0)
         elif end > lc.self_k.shape[2]:
-            cap = max(2 * lc.self_k.shape[2], end)
-            lc.self_k = _grow(lc.self_k, cap, self.length)
-            lc.self_v = _grow(lc.self_v, cap, self.length)
+            room = max(2 * lc.self_k.shape[2], end)
+            lc.self_k, lc.store_k = _grow(lc.self_k, room, self.length)
+            lc.self_v, lc.store_v = _grow(lc.self_v, room, self.length)
         lc.self_k[:, :, self.length : end] = k
         lc.self_v[:, :, self.length : end] = v
         self._pending = t
@@ -117,9 +124,12 @@ class KVCache:
         """
         for lc in self.layers:
             if lc.self_k is not None and lc.self_v is not None:
-                # Only the filled part is copied; the rest is reallocated lazily by append().
-                lc.self_k, lc.spare_k = _select_prefix(lc.self_k, lc.spare_k, indices, self.length)
-                lc.self_v, lc.spare_v = _select_prefix(lc.self_v, lc.spare_v, indices, self.length)
+                # only the filled part is copied, packed, with room for the next position
+                room = max(self.capacity, self.length + 1)
+                new_k, spare_k = _select_prefix(lc.self_k, lc.spare_k, indices, self.length, room)
+                new_v, spare_v = _select_prefix(lc.self_v, lc.spare_v, indices, self.length, room)
+                lc.spare_k, lc.spare_v = lc.store_k, lc.store_v
+                lc.self_k, lc.store_k, lc.self_v, lc.store_v = new_k, spare_k, new_v, spare_v
         sentence = indices // self.group  # (N',) the sentence of each new row
         runs = torch.unique_consecutive(sentence)
         group = indices.shape[0] // runs.shape[0]
@@ -142,28 +152,32 @@ class KVCache:
         return self
 
 
-def _grow(buf: Tensor, capacity: int, filled: int) -> Tensor:
-    """A (B,H,capacity,Dh) buffer holding the first ``filled`` positions of ``buf``."""
+def _grow(buf: Tensor, room: int, filled: int) -> tuple[Tensor, Tensor]:
+    """A (B,H,room,Dh) buffer holding the first ``filled`` positions of ``buf``, and the flat
+    memory it is a view of."""
     b, h, _, dh = buf.shape
-    new = buf.new_empty(b, h, capacity, dh)
+    store = buf.new_empty(b * h * room * dh)
+    new = store.view(b, h, room, dh)
     new[:, :, :filled] = buf[:, :, :filled]
-    return new
+    return new, store
 
 
 def _select_prefix(
-    buf: Tensor, spare: Tensor | None, indices: Tensor, filled: int
+    buf: Tensor, spare: Tensor | None, indices: Tensor, filled: int, room: int
 ) -> tuple[Tensor, Tensor]:
-    """Rows ``indices`` of ``buf`` with its capacity kept, copying only the filled prefix,
-    written into ``spare`` when it is large enough. Returns (the new buffer, the new spare:
-    ``buf`` itself, whose rows are no longer needed)."""
-    b, h, cap, dh = buf.shape
+    """Rows ``indices`` of the first ``filled`` positions of ``buf``, packed in a contiguous
+    (N,H,filled+1,Dh) buffer: a view of ``spare``'s flat memory when it is large enough,
+    else of a new block with room for ``room`` positions of as many rows as ``buf`` has.
+    Returns the new buffer and the flat memory it is a view of."""
+    b, h, _, dh = buf.shape
     n = indices.shape[0]
+    need = n * h * (filled + 1) * dh
     if buf.requires_grad:  # outside inference: autograd cannot follow a copy into a buffer
-        fresh = buf.new_empty(n, h, cap, dh)
+        fresh = buf.new_empty(n, h, filled + 1, dh)
         fresh[:, :, :filled] = buf[:, :, :filled].index_select(0, indices)
-        return fresh, buf
-    if spare is None or spare.shape[0] < n or spare.shape[2] != cap:
-        spare = buf.new_empty(max(n, b), h, cap, dh)
-    new = spare[:n]  # the leading rows of a contiguous buffer: contiguous
+        return fresh, fresh.view(-1)
+    if spare is None or spare.numel() < need:
+        spare = buf.new_empty(max(n, b) * h * max(room, filled + 1) * dh)
+    new = spare[:need].view(n, h, filled + 1, dh)
     torch.index_select(buf[:, :, :filled], 0, indices, out=new[:, :, :filled])
-    return new, buf
+    return new, spare

@@ -208,6 +208,7 @@ class WordCheck:
         if free is None:
             free = known_starts(lexicon.known, lexicon.texts, lexicon.starts)
         self.free_starts = free.to(device)  # (V,) word starts that never spoil a word
+        self.is_known_start = free.tolist()
         self.width = width
         self.device = device
         self._charged_now: set[tuple[int, int]] = set()  # (row, token) charged this step
@@ -260,17 +261,23 @@ class WordCheck:
         bad = spoils.nonzero().tolist()
         bad_rows = [r for r, _ in bad]
         bad_tokens = [likely_l[r][j] for r, j in bad]
+        ends_short = set(at_end)
         for r in (~free & is_open).nonzero().flatten().tolist():
             sent, word = self.sentence[r], self.word[r]
             if not word:
                 continue
             more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
             checked = set(likely_l[r])  # (ties may order the two lists differently)
+            short = r in ends_short
             for tok in (t for t in more if t not in checked):
+                if self.is_known_start[tok]:  # a word start that spoils nothing
+                    if short:
+                        continue  # but ending the short word here pays: look on
+                    break
                 if self._spoils(sent, word, True, tok):
                     bad_rows.append(r)
                     bad_tokens.append(tok)
-                elif not (r in at_end and self.is_start[tok]):
+                elif not (short and self.is_start[tok]):
                     break
         self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
         if not at_end and not any(now) and not bad_rows:

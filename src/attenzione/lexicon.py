@@ -268,16 +268,16 @@ class WordCheck:
                 continue
             more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
             checked = set(likely_l[r])  # (ties may order the two lists differently)
-            short = r in ends_short
+            row_short = r in ends_short
             for tok in (t for t in more if t not in checked):
                 if self.is_known_start[tok]:  # a word start that spoils nothing
-                    if short:
+                    if row_short:
                         continue  # but ending the short word here pays: look on
                     break
                 if self._spoils(sent, word, True, tok):
                     bad_rows.append(r)
                     bad_tokens.append(tok)
-                elif not (short and self.is_start[tok]):
+                elif not (row_short and self.is_start[tok]):
                     break
         self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
         if not at_end and not any(now) and not bad_rows:

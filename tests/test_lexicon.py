@@ -315,6 +315,20 @@ def test_a_directory_without_a_word_list_decodes_as_before(tmp_path: Path) -> No
     assert got.text == want.text
 
 
+def test_a_word_list_set_after_translating_is_the_one_checked() -> None:
+    # the word check reads its list once for the model (which pieces begin a known word,
+    # what the list says of a text): a new list must replace all of it
+    sentence = "Maroochydore then defeated Caboolture in the Preliminary Final."
+    words = ["il", "la", "poi"]
+    reused = Translator.from_pretrained()
+    reused.translate(sentence)
+    reused.known_words = words
+    fresh = Translator.from_pretrained()
+    fresh.known_words = words
+    assert reused.translate(sentence) == fresh.translate(sentence)
+    assert fresh.translate(sentence) != Translator.from_pretrained().translate(sentence)
+
+
 def test_the_shipped_model_has_its_training_targets_words() -> None:
     words = Translator.from_pretrained().known_words
     assert words is not None and len(words) > 50_000

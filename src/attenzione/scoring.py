@@ -166,6 +166,17 @@ class Scoring:
         # (on FLORES dev the shipped model's middle layer of 3 served best; docs/broad-training.md)
         self.attention_layer = config.n_dec_layers // 2
 
+    @property
+    def known_words(self) -> Sequence[str] | None:
+        """The word check's known words (sorted; None: no word check)."""
+        return self._known_words
+
+    @known_words.setter
+    def known_words(self, words: Sequence[str] | None) -> None:
+        self._known_words = words
+        # read off them once per list: the word starts that never spoil a word
+        self._known_starts: Tensor | None = None
+
     # ------------------------------------------------------------------ constraints
     def constraints(self, batch: Tensor, sources: Sequence[Sequence[int]]) -> list[Constraint]:
         """The hard constraints of a (B,S) source ``batch`` (``sources``: its rows' ids)."""
@@ -240,7 +251,12 @@ class Scoring:
             words = [frozenset(words_of(decode(list(ids)))) - self.not_free for ids in sources]
             texts, starts = self._word_pieces
             lexicon = Lexicon(
-                self.known_words, texts, starts, words, weights.word_check, self._known_starts
+                self.known_words,
+                texts,
+                starts,
+                words,
+                weights.word_check,
+                self._starts_of_known(),
             )
             out.append(WordPenalty(lexicon, 2 * cfg.beam_size, batch.device))
         return out
@@ -266,8 +282,10 @@ class Scoring:
         pieces = [tok.id_to_token(i) if i < tok.vocab_size else "<>" for i in range(v)]
         return piece_table(pieces, self.config.eos_id)
 
-    @cached_property
-    def _known_starts(self) -> Tensor:
-        """The target pieces that begin a word and never spoil one (:func:`known_starts`)."""
+    def _starts_of_known(self) -> Tensor:
+        """The target pieces that begin a word and never spoil one (:func:`known_starts`),
+        computed the first time a word check runs on these known words."""
         assert self.known_words is not None
-        return known_starts(self.known_words, *self._word_pieces)
+        if self._known_starts is None:
+            self._known_starts = known_starts(self.known_words, *self._word_pieces)
+        return self._known_starts

@@ -554,6 +554,16 @@ def test_top_k_is_torch_topk(rows: int, cols: int, k: int) -> None:
     assert torch.equal(indices, want.indices)
 
 
+def test_top_k_of_a_row_with_fewer_finite_values_than_k_returns_all_of_them_first() -> None:
+    x = torch.full((2, 24001), float("-inf"))
+    x[0, [7, 20000]] = torch.tensor([0.5, 1.5])  # two allowed pieces, as a constraint leaves
+    x[1, 24000] = -2.0
+    values, indices = top_k(x, 8)
+    assert values[0, :2].tolist() == [1.5, 0.5] and indices[0, :2].tolist() == [20000, 7]
+    assert values[1, 0] == -2.0 and indices[1, 0] == 24000
+    assert torch.isinf(values[:, 2:]).all() and torch.isinf(values[1, 1:]).all()
+
+
 def test_top_k_with_ties_returns_the_tied_values_at_their_own_columns() -> None:
     x = torch.zeros(2, 24001)
     x[0, [5, 9000, 24000]] = 1.0

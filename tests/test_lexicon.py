@@ -256,6 +256,39 @@ def test_when_every_likely_piece_pays_the_check_looks_further_down() -> None:
     assert best.score == pytest.approx(math.log(0.20))
 
 
+class _Random(_Speller):
+    """Random log-probs over the whole vocabulary, the same for the same prefix."""
+
+    def decode(self, tgt_ids: torch.Tensor, cache: _Cache) -> SimpleNamespace:
+        rows = []
+        for r, tok in enumerate(tgt_ids[:, -1].tolist()):
+            if tok != BOS:
+                cache.prefixes[r].append(tok)
+            seed = hash(tuple(cache.prefixes[r])) % 2**31
+            logits = torch.randn(V, generator=torch.Generator().manual_seed(seed)) * 2
+            logits[[PAD, BOS]] = -1e9  # specials the model never writes
+            rows.append(logits)
+        return SimpleNamespace(logits=torch.stack(rows)[:, None, :])
+
+
+@pytest.mark.parametrize("beam", [1, 2, 4])
+def test_skipping_known_word_starts_changes_no_charge(beam: int) -> None:
+    # the check passes over word starts that begin a known word without looking at them;
+    # with no piece marked so it looks at every one: the searches must be the same
+    texts, starts = piece_table(PIECES, EOS)
+    sources = [frozenset(), frozenset({"dvořák"}), frozenset({"gappo", "do"})]
+    cfg = DecodeConfig(method="beam", beam_size=beam, n_best=beam, length_penalty=0.0)
+    model = _Random()
+    model.config.max_len = 9
+    runs = []
+    for free in (None, torch.zeros(V, dtype=torch.bool)):
+        lexicon = Lexicon(KNOWN, texts, starts, sources, 3.0, free)
+        term = WordPenalty(lexicon, 2 * beam, torch.device("cpu"))
+        runs.append(generate(model, _src(3), cfg, terms=[term]))
+    assert runs[0] == runs[1]
+    assert runs[0] != generate(model, _src(3), cfg)  # and the check changed the search
+
+
 def test_the_check_is_off_at_zero() -> None:
     off = generate(_Speller(), _src(), BEAM, terms=_checked(set(), penalty=0.0))[0]
     assert off[0].tokens == [GA, PPO]

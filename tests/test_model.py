@@ -203,6 +203,32 @@ def test_a_grouped_cache_follows_beams_and_finished_sentences(inference: bool) -
             torch.testing.assert_close(mine[:, :, -1], theirs[:, :, -1], atol=1e-5, rtol=1e-5)
 
 
+def test_reordered_rows_packed_then_grown_then_reordered_again_decode_as_the_full_pass() -> None:
+    """In inference a reorder writes the rows packed, with room for one more position; steps
+    without a reorder then grow the buffer, and the next reorder writes into the memory the
+    one before freed. Each step's logits against the full pass over the same rows."""
+    model = _model()
+    src, tgt = _batch()
+    tgt = tgt.clone()
+    tgt[tgt == PAD] = 5
+    rows = torch.arange(src.shape[0])
+    with torch.inference_mode():
+        enc = model.encode(src)
+        cache = model.init_cache(enc.memory, enc.memory_mask, capacity=2)
+        plan = {1: torch.tensor([2, 0, 1]), 4: torch.tensor([1, 2]), 5: torch.tensor([0, 0, 1])}
+        for step in range(tgt.shape[1]):
+            if step in plan:
+                cache.reorder(plan[step])
+                rows = rows[plan[step]]
+            out = model.decode(tgt[rows, step : step + 1], cache=cache)
+            full = model(src[rows], tgt[rows, : step + 1])
+            torch.testing.assert_close(out.logits[:, -1], full.logits[:, -1], atol=1e-5, rtol=1e-5)
+        layer = cache.layers[0]
+        assert layer.self_k is not None and layer.spare_k is not None
+        live, spare = layer.self_k.untyped_storage(), layer.spare_k.untyped_storage()
+        assert live.data_ptr() != spare.data_ptr()  # the next reorder writes elsewhere
+
+
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     model = _model(tie_embeddings=True)
     src, tgt = _batch()

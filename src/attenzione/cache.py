@@ -122,14 +122,15 @@ class KVCache:
         follow the rows; the cross K/V and the mask follow the sentences (see the module
         docstring): copied only when the sentences change.
         """
+        room = max(self.capacity, self.length + 1)
         for lc in self.layers:
             if lc.self_k is not None and lc.self_v is not None:
-                # only the filled part is copied, packed, with room for the next position
-                room = max(self.capacity, self.length + 1)
-                new_k, spare_k = _select_prefix(lc.self_k, lc.spare_k, indices, self.length, room)
-                new_v, spare_v = _select_prefix(lc.self_v, lc.spare_v, indices, self.length, room)
-                lc.spare_k, lc.spare_v = lc.store_k, lc.store_v
-                lc.self_k, lc.store_k, lc.self_v, lc.store_v = new_k, spare_k, new_v, spare_v
+                # only the filled part is copied, packed, with room for the next position; the
+                # memory the rows were in becomes the next reorder's spare
+                new, store = _select_prefix(lc.self_k, lc.spare_k, indices, self.length, room)
+                lc.self_k, lc.store_k, lc.spare_k = new, store, lc.store_k
+                new, store = _select_prefix(lc.self_v, lc.spare_v, indices, self.length, room)
+                lc.self_v, lc.store_v, lc.spare_v = new, store, lc.store_v
         sentence = indices // self.group  # (N',) the sentence of each new row
         runs = torch.unique_consecutive(sentence)
         group = indices.shape[0] // runs.shape[0]
@@ -167,8 +168,13 @@ def _select_prefix(
 ) -> tuple[Tensor, Tensor]:
     """Rows ``indices`` of the first ``filled`` positions of ``buf``, packed in a contiguous
     (N,H,filled+1,Dh) buffer: a view of ``spare``'s flat memory when it is large enough,
-    else of a new block with room for ``room`` positions of as many rows as ``buf`` has.
-    Returns the new buffer and the flat memory it is a view of."""
+    else of a new block for max(N, ``buf``'s rows) rows of max(``room``, filled+1) positions.
+    Returns the new buffer and the flat memory it is a view of.
+
+    The room is one position: the next append fills it. Beam search reorders every step, so
+    that is all it needs; greedy decoding reorders only when a sentence finishes, and its next
+    step but one grows the buffer again (one more copy of the cache per finished sentence;
+    FLORES greedy measured the same speed as before, docs/benchmarks.md)."""
     b, h, _, dh = buf.shape
     n = indices.shape[0]
     need = n * h * (filled + 1) * dh

@@ -180,8 +180,8 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     maximum of every block of :data:`TOP_K_BLOCK` columns, keeps the ``k`` blocks with the
     largest maxima and ranks only their columns. That is exact: each of the ``k`` largest
     values lies in one of those blocks (a block outside them has ``k`` blocks ahead of it,
-    each holding a value at least as large as its maximum). Equal values may come in another
-    order than ``torch.topk`` gives them; a row too short for blocks to pay takes
+    each holding a value at least as large as its maximum). Among equal values the columns
+    returned may be others than ``torch.topk``'s; a row too short for blocks to pay takes
     ``torch.topk`` itself."""
     n, v = x.shape
     blocks = v // TOP_K_BLOCK
@@ -312,10 +312,9 @@ class BeamSearch(Strategy):
     2K, ``<eos>`` ones within the top K are set aside as finished, and the best K others go on.
     A sentence stops once K finished hypotheses owe nothing to any of the ``terms``.
 
-    All K rows of a sentence start as the same empty translation (only the first may expand).
-    One row would do at the first step, but it would change the rows the network multiplies
-    at once, and with fewer than 4 rows a plain linear layer sums in another order (measured:
-    torch 2.13, MKL): a sentence's translation would then depend on the batch it came in.
+    All K rows of a sentence start as the same empty translation; only the first may expand.
+    (One row would do at the first step, but a sentence's numbers would then depend on its
+    batch: docs/benchmarks.md, issue 41's second pass.)
     """
 
     def __init__(

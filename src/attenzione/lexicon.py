@@ -221,29 +221,16 @@ class WordCheck:
         ``log_probs`` (None: nothing): a token that makes its word impossible; any token,
         for a word that became impossible unnoticed; a token that ends a word that stops
         short of being one."""
-        fits = self.lex.fits
+        now, open_rows, at_end = self._rows()
         width = min(self.width, log_probs.shape[-1])
         likely = top_k(log_probs, width)[1]  # (N,width)
-        now = [0.0] * len(self.word)
-        at_end: list[int] = []
-        open_rows = [False] * len(self.word)  # the row's word has not paid yet
-        for r, (sent, word) in enumerate(zip(self.sentence, self.word, strict=True)):
-            if self.charged[r]:
-                continue
-            text = word.decode("utf-8", "ignore")
-            if text and not fits(sent, text, whole=False):
-                self.charged[r] = True
-                now[r] = self.lex.penalty
-                continue
-            open_rows[r] = True
-            if (text and not fits(sent, text, whole=True)) or (self.empty[r] and not word):
-                at_end.append(r)  # stops short of a word, or a lone "▁": ending it now pays
-        # which likely pieces spoil their row's word: a word start whose text is the start of
-        # a known word never does; the others are checked one by one
-        starts = self.starts[likely]  # (N,width)
+        likely_l = likely.tolist()
+        # which likely pieces spoil their row's word: a word start that begins a known word
+        # never does, nor a piece that goes on with a word that has paid already; the others
+        # are checked one by one
+        starts = self.starts[likely]  # (N,width) which of them begin a word
         is_open = torch.tensor(open_rows, device=likely.device)
         doubtful = (starts & ~self.free_starts[likely]) | (~starts & is_open[:, None])
-        likely_l = likely.tolist()
         spoilt = [
             r * width + j
             for r, j in doubtful.nonzero().tolist()
@@ -251,6 +238,10 @@ class WordCheck:
         ]
         spoils = torch.zeros_like(starts)
         spoils.view(-1)[spoilt] = True
+        bad_rows, bad_tokens = [], []
+        for r, j in spoils.nonzero().tolist():
+            bad_rows.append(r)
+            bad_tokens.append(likely_l[r][j])
         # a row with no likely piece that costs nothing (a piece that ends a short word
         # costs): look further down for the first that does not ("Dvo" + <0xC5> of
         # "Dvořák"), charging the spoilers above it, so that an unlikelier piece that spoils
@@ -258,27 +249,11 @@ class WordCheck:
         short = torch.zeros_like(is_open)
         short[at_end] = True
         free = (~spoils & ~(short[:, None] & starts)).any(dim=1)  # (N,)
-        bad = spoils.nonzero().tolist()
-        bad_rows = [r for r, _ in bad]
-        bad_tokens = [likely_l[r][j] for r, j in bad]
         ends_short = set(at_end)
         for r in (~free & is_open).nonzero().flatten().tolist():
-            sent, word = self.sentence[r], self.word[r]
-            if not word:
-                continue
-            more = log_probs[r].topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
-            checked = set(likely_l[r])  # (ties may order the two lists differently)
-            row_short = r in ends_short
-            for tok in (t for t in more if t not in checked):
-                if self.is_known_start[tok]:  # a word start that spoils nothing
-                    if row_short:
-                        continue  # but ending the short word here pays: look on
-                    break
-                if self._spoils(sent, word, True, tok):
-                    bad_rows.append(r)
-                    bad_tokens.append(tok)
-                elif not (row_short and self.is_start[tok]):
-                    break
+            for tok in self._further(r, log_probs[r], set(likely_l[r]), r in ends_short):
+                bad_rows.append(r)
+                bad_tokens.append(tok)
         self._charged_now = set(zip(bad_rows, bad_tokens, strict=True))
         if not at_end and not any(now) and not bad_rows:
             return None
@@ -294,6 +269,49 @@ class WordCheck:
             long(bad_tokens),
             self.lex.penalty,
         )
+
+    def _rows(self) -> tuple[list[float], list[bool], list[int]]:
+        """Each row's word as it stands: what the row pays now on every continuation (its
+        word became impossible unnoticed: it is charged now, once), whether the word is still
+        open (not charged), and the open rows whose word stops short of being one (or is an
+        empty word, after a lone "▁"): ending it now pays."""
+        fits = self.lex.fits
+        now = [0.0] * len(self.word)
+        open_rows = [False] * len(self.word)
+        at_end: list[int] = []
+        for r, (sent, word) in enumerate(zip(self.sentence, self.word, strict=True)):
+            if self.charged[r]:
+                continue
+            text = word.decode("utf-8", "ignore")
+            if text and not fits(sent, text, whole=False):
+                self.charged[r] = True
+                now[r] = self.lex.penalty
+                continue
+            open_rows[r] = True
+            if (text and not fits(sent, text, whole=True)) or (self.empty[r] and not word):
+                at_end.append(r)
+        return now, open_rows, at_end
+
+    def _further(self, r: int, log_probs: Tensor, checked: set[int], short: bool) -> list[int]:
+        """The spoilers of row ``r``'s word among its next pieces by likelihood, past the
+        ``checked`` ones, down to the first piece that costs nothing (at most ``FURTHER``
+        pieces). ``short``: the word stops short, so a piece that begins a new word costs too
+        and the look goes on past it."""
+        sent, word = self.sentence[r], self.word[r]
+        if not word:
+            return []
+        more = log_probs.topk(min(FURTHER, log_probs.shape[-1])).indices.tolist()
+        spoilers = []
+        for tok in (t for t in more if t not in checked):  # ties may order the lists apart
+            if self.is_known_start[tok]:  # a word start that spoils nothing
+                if short:
+                    continue
+                break
+            if self._spoils(sent, word, True, tok):
+                spoilers.append(tok)
+            elif not (short and self.is_start[tok]):
+                break
+        return spoilers
 
     def _spoils(self, sent: int, word: bytes, open_word: bool, tok: int) -> bool:
         """Whether writing ``tok`` after ``word`` makes a word that cannot become one."""

@@ -11,7 +11,6 @@ decoding the same source ids directly (``translate_ids``, no steps). Run it on a
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores
 from attenzione.scoring import TERM_NAMES, Terms
 from attenzione.translator import Translator
+from bench.report import write
 
 FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
 
@@ -70,19 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{'text steps':>32}: {steps:6.1f} s ({decode_only:.1f} s of decoding the same ids "
         "with the default terms, no steps)"
     )
-    args.json.write_text(
-        json.dumps(
-            {
-                "model": str(args.model_dir or "shipped en-it"),
-                "sentences": len(sources),
-                "threads": args.threads,
-                "date": time.strftime("%Y-%m-%d %H:%M"),
-                "results": results,
-            },
-            indent=1,
-        )
-    )
-    print(f"wrote {args.json}")
+    write(args.json, args.model_dir, args.threads, sentences=len(sources), results=results)
 
 
 if __name__ == "__main__":

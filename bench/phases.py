@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import statistics
 import time
 from collections import defaultdict
@@ -29,6 +28,7 @@ import torch
 from attenzione import cache, constraints, decoding, lexicon, model, terms
 from attenzione.data.corpus import read_pairs
 from attenzione.translator import Translator
+from bench.report import write
 
 FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
 
@@ -108,19 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     median["the rest (text steps, the loop, …)"] = outside
     for k, seconds in median.items():
         print(f"{k:>36}: {seconds:6.2f} s  {100 * seconds / whole:5.1f}%")
-    args.json.write_text(
-        json.dumps(
-            {
-                "model": str(args.model_dir or "shipped en-it"),
-                "sentences": len(sources),
-                "threads": args.threads,
-                "date": time.strftime("%Y-%m-%d %H:%M"),
-                "rounds": rounds,
-            },
-            indent=1,
-        )
-    )
-    print(f"wrote {args.json}")
+    write(args.json, args.model_dir, args.threads, sentences=len(sources), rounds=rounds)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,19 @@ SPEED_COLUMNS = (
     "ct2",
     "ct2-int8",
 )
+
+
+def write(path: Path, model_dir: Path | None, threads: int, **fields: Any) -> None:
+    """Write a bench script's results to ``path`` as JSON: the model, threads and time of
+    the run, then ``fields``; and say where."""
+    record = {
+        "model": str(model_dir or "shipped en-it"),
+        "threads": threads,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        **fields,
+    }
+    path.write_text(json.dumps(record, indent=1))
+    print(f"wrote {path}")
 
 
 def _fmt(v: float | None) -> str:

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import TOP_K_BLOCK, Constraint, Term, generate, top_k
+from attenzione.decoding import Constraint, Term, generate
 from attenzione.model import Transformer
+from attenzione.topk import TOP_K_BLOCK, top_k
 from decoding_stubs import (
     BOS,
     EOS,

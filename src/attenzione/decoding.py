@@ -52,6 +52,7 @@ import torch
 from torch import Tensor
 
 from attenzione.config import DecodeConfig
+from attenzione.topk import top_k
 
 
 class DecodingModel(Protocol):
@@ -166,40 +167,6 @@ def _limits(model: DecodingModel, src_ids: Tensor, cfg: DecodeConfig) -> Tensor:
     return limit.clamp(min=1, max=model.config.max_len - 1)
 
 
-# Columns per block in :func:`top_k`'s first pass.
-TOP_K_BLOCK = 64
-
-
-def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """The ``k`` largest values of each row of a 2-D ``x`` and their columns, largest first:
-    ``x.topk(k, dim=1)``, in two passes.
-
-    ``torch.topk`` over a long row costs several times a plain pass over it (measured on the
-    shipped model's 24,001 pieces, 2 threads: 7.7 ms for 256 rows, against 0.5 ms for their
-    maxima). A search takes a handful of the best of 24,001 or 4 × 24,001, so this takes the
-    maximum of every block of :data:`TOP_K_BLOCK` columns, keeps the ``k`` blocks with the
-    largest maxima and ranks only their columns. That is exact: each of the ``k`` largest
-    values lies in one of those blocks (a block outside them has ``k`` blocks ahead of it,
-    each holding a value at least as large as its maximum). Among equal values the columns
-    returned may be others than ``torch.topk``'s; a row too short for blocks to pay takes
-    ``torch.topk`` itself."""
-    n, v = x.shape
-    blocks = v // TOP_K_BLOCK
-    if blocks <= 4 * k:
-        values, indices = x.topk(k, dim=1)
-        return values, indices
-    whole = blocks * TOP_K_BLOCK
-    maxima = x[:, :whole].view(n, blocks, TOP_K_BLOCK).amax(dim=2)  # (n, blocks)
-    best = maxima.topk(k, dim=1).indices  # (n, k) the blocks that hold the k largest
-    offsets = torch.arange(TOP_K_BLOCK, device=x.device)
-    cols = (best[:, :, None] * TOP_K_BLOCK + offsets).view(n, k * TOP_K_BLOCK)
-    if whole < v:  # the last columns, fewer than a block: always candidates
-        rest = torch.arange(whole, v, device=x.device).expand(n, v - whole)
-        cols = torch.cat([cols, rest], dim=1)
-    values, at = x.gather(1, cols).topk(k, dim=1)
-    return values, cols.gather(1, at)
-
-
 def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
     """Set to −inf every logit outside the top-k and outside the top-p nucleus. (N,V)."""
     if top_k > 0 and top_k < logits.shape[-1]:
@@ -216,11 +183,10 @@ def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
 
 
 def _scratch(store: dict[str, Tensor], name: str, like: Tensor) -> Tensor:
-    """An uninitialised tensor shaped and typed as ``like``, in a buffer ``store`` keeps across
-    steps (its contents are good for one step). A search writes (rows, V) tensors every step,
-    24 MB each for 256 rows of the shipped model's 24,001 pieces; written into memory already
-    in use, over 320 FLORES sentences the log-softmax took 0.53 s instead of 0.77 s and beam
-    search's ranking 0.89 s instead of 1.13 s (2 threads, AVX-512; ``python -m bench.phases``)."""
+    """An uninitialised tensor like ``like``, in memory ``store`` keeps across steps (good for
+    one step): a (rows, V) tensor a step is 24 MB at 256 rows, and reusing the memory made the
+    log-softmax and the ranking take a quarter less time (docs/benchmarks.md, issue 41, second
+    pass)."""
     buf = store.get(name)
     if buf is None or buf.numel() < like.numel() or buf.dtype != like.dtype:
         buf = like.new_empty(like.numel())

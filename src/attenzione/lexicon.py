@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attenzione.decoding import top_k
+from attenzione.topk import top_k
 
 WORD = re.compile(r"[^\W\d_]+")
 WORD_MARK = "\u2581"  # SentencePiece's "a word starts here"

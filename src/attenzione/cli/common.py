@@ -194,6 +194,18 @@ def number_format_option() -> Any:
     )
 
 
+def shortlist_option() -> Any:
+    """``--shortlist/--no-shortlist``, as ``translate``, ``evaluate`` and ``serve`` take it:
+    whether the translator uses its model's vocabulary shortlist (``Translator.use_shortlist``;
+    a model without one decodes the same either way)."""
+    return typer.Option(
+        True,
+        "--shortlist/--no-shortlist",
+        help="Score only the target pieces the model's vocabulary shortlist lists for the "
+        "sources, if the model has one (faster, approximate).",
+    )
+
+
 def check_number_flags(number_format: str, no_step: list[str], raw: bool) -> None:
     """Asking for a number format with the number-format step off is an error (before the
     model is loaded)."""

@@ -22,6 +22,7 @@ from attenzione.cli.common import (
     pipeline_of,
     raw_option,
     set_number_format,
+    shortlist_option,
     tag_option,
     to_option,
     user_errors,
@@ -44,12 +45,7 @@ def evaluate(
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
-    shortlist: bool = typer.Option(
-        True,
-        "--shortlist/--no-shortlist",
-        help="Score only the target pieces the model's vocabulary shortlist lists for the "
-        "sources, if the model has one (faster, approximate).",
-    ),
+    shortlist: bool = shortlist_option(),
     beam: int = typer.Option(
         4, "--beam", "-b", "--beam-size", help="Beam size (1 = greedy).", callback=at_least(1)
     ),
@@ -100,7 +96,7 @@ def evaluate(
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it
         translator = Translator.from_pretrained(directory, precision=precision)
-        translator.use_shortlist = shortlist and translator.shortlist is not None
+        translator.use_shortlist = shortlist
         set_number_format(translator, number_format)
         sources: list[str]
         references: list[str] | list[list[str]]

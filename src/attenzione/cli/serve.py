@@ -26,6 +26,7 @@ from attenzione.cli.common import (
     pipeline_of,
     raw_option,
     set_number_format,
+    shortlist_option,
     tag_option,
     user_errors,
 )
@@ -180,11 +181,7 @@ def serve(
     ),
     threads: int = typer.Option(0, help="Torch threads (0: torch's default, one per core)."),
     precision: str = typer.Option("fp32", help="fp32 (reference), bf16 or int8."),
-    shortlist: bool = typer.Option(
-        True,
-        "--shortlist/--no-shortlist",
-        help="Use a model's vocabulary shortlist, if it has one (faster, approximate).",
-    ),
+    shortlist: bool = shortlist_option(),
     beam: int = typer.Option(4, help="Beam size (1 = greedy), as `attenzione translate`."),
     queue_size: int = typer.Option(
         512,
@@ -283,7 +280,7 @@ def serve(
         pairs: list[tuple[str, str]] = []
         for directory in directories:
             translator = Translator.from_pretrained(directory, precision=precision)
-            translator.use_shortlist = shortlist and translator.shortlist is not None
+            translator.use_shortlist = shortlist
             set_number_format(translator, number_format)
             steps, terms = pipeline_of(translator, names, raw)
             translator.translate([""], tag=tag)  # an unknown tag: one line now, not later

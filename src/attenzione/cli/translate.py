@@ -39,6 +39,7 @@ from attenzione.cli.common import (
     raw_option,
     read_text,
     set_number_format,
+    shortlist_option,
     tag_option,
     to_option,
     user_errors,
@@ -74,12 +75,7 @@ def translate(
     precision: str = typer.Option(
         "fp32", "--precision", "-p", help="fp32 (reference), bf16 or int8 (faster, approximate)."
     ),
-    shortlist: bool = typer.Option(
-        True,
-        "--shortlist/--no-shortlist",
-        help="Score only the target pieces the model's vocabulary shortlist lists for the "
-        "sources, if the model has one (faster, approximate).",
-    ),
+    shortlist: bool = shortlist_option(),
     beam: int = typer.Option(
         4, "--beam", "-b", "--beam-size", help="Beam size (1 = greedy).", callback=at_least(1)
     ),
@@ -141,7 +137,7 @@ def translate(
             length_penalty=length_penalty,
         )
         translator = Translator.from_pretrained(directory, precision=precision)
-        translator.use_shortlist = shortlist and translator.shortlist is not None
+        translator.use_shortlist = shortlist
         set_number_format(translator, number_format)
         steps, terms = pipeline_of(translator, names, raw)
         if document is not None and output is not None:

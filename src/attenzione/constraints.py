@@ -96,14 +96,14 @@ def utf8_roles(byte_pieces: Mapping[str, int], vocab_size: int) -> Tensor:
     return roles
 
 
-def _keep_utf8(logits: Tensor, owed: Tensor, roles: Tensor, closed: Tensor) -> None:
+def _keep_utf8(logits: Tensor, owed: Tensor, cont: Tensor, closed: Tensor) -> None:
     """Mask in place what would break UTF-8: rows that owe continuation bytes (``owed`` > 0)
-    may write only those; the others no continuation byte and no ``NEVER`` byte (``closed``:
-    the ids of those, so only their columns are touched). A row that owes bytes none of which
-    is allowed (all banned) is left as it is rather than emptied."""
+    may write only those (``cont``: their ids); the others no continuation byte and no
+    ``NEVER`` byte (``closed``: the ids of those, so only their columns are touched). A row
+    that owes bytes none of which is allowed (all banned) is left as it is rather than
+    emptied."""
     waiting = (owed > 0).nonzero().squeeze(1)  # (W,) the rows that owe bytes: few
     if waiting.numel():
-        cont = (roles == CONTINUATION).nonzero().squeeze(1)  # (C,)
         keep = logits[waiting[:, None], cont]  # (W,C)
         able = torch.isfinite(keep).any(dim=1)  # some continuation byte is allowed
         waiting, keep = waiting[able], keep[able]
@@ -192,7 +192,9 @@ class WellFormedUTF8(Constraint):
 
     def __init__(self, roles: Tensor, whole: WholeCharacters | None = None) -> None:
         self.roles = roles
-        # the bytes a row that owes nothing may not write: continuation and NEVER bytes
+        # the continuation bytes, all a row that owes some may write; and the bytes a row
+        # that owes nothing may not write: continuation and NEVER bytes
+        self.cont = (roles == CONTINUATION).nonzero().squeeze(1)
         self.closed = ((roles == CONTINUATION) | (roles == NEVER)).nonzero().squeeze(1)
         self.whole = whole
         self.owed = torch.zeros(0, dtype=torch.long, device=roles.device)  # (N,)
@@ -214,7 +216,7 @@ class WellFormedUTF8(Constraint):
             self.whole.start(row_sentence)
 
     def mask(self, logits: Tensor) -> None:
-        _keep_utf8(logits, self.owed, self.roles, self.closed)
+        _keep_utf8(logits, self.owed, self.cont, self.closed)
 
     def trim(self, logits: Tensor, log_probs: Tensor) -> None:
         if self.whole is not None:

@@ -22,8 +22,7 @@ from attenzione.evaluation import corpus_scores
 from attenzione.scoring import TERM_NAMES, Terms
 from attenzione.translator import Translator
 from bench.report import write
-
-FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
+from bench.shipped import FLORES
 
 
 def main(argv: list[str] | None = None) -> None:

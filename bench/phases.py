@@ -29,8 +29,7 @@ from attenzione import cache, constraints, decoding, lexicon, model, terms
 from attenzione.data.corpus import read_pairs
 from attenzione.translator import Translator
 from bench.report import write
-
-FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
+from bench.shipped import FLORES
 
 # (label, owner, method): the parts of the loop that are timed
 PARTS: list[tuple[str, Any, str]] = [

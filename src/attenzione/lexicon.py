@@ -201,9 +201,9 @@ class WordCheck:
         self.sentence = row_sentence  # the sentence each row belongs to
         self.word = [b""] * len(row_sentence)  # the word each row is writing, as UTF-8
         self.charged = [False] * len(row_sentence)  # that word has been penalised already
-        self.end_cost = lexicon.penalty * lexicon.starts.to(device).float()  # (V,)
+        self.starts = lexicon.starts.to(device)  # (V,) which pieces begin a word
         self.is_start = lexicon.starts.tolist()
-        self.starts = lexicon.starts.to(device)
+        self.end_cost = lexicon.penalty * self.starts.float()  # (V,)
         free = lexicon.free
         if free is None:
             free = known_starts(lexicon.known, lexicon.texts, lexicon.starts)

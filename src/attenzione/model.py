@@ -163,7 +163,9 @@ class Transformer(nn.Module):
         for layer in self.decoder_layers:
             assert isinstance(layer, DecoderLayer)
             k, v = layer.cross_attn.project_kv(memory)  # 2 × (B,H,S,Dh), computed once
-            layers.append(LayerCache(cross_k=k, cross_v=v))
+            # each made one block once: as projected they are strided views of one product,
+            # which the attention would otherwise copy at every step
+            layers.append(LayerCache(cross_k=k.contiguous(), cross_v=v.contiguous()))
         return KVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
 
     def decode(

@@ -352,7 +352,6 @@ class BeamSearch(Strategy):
         tok_l = (top_i % v).tolist()
         score_l = top_s.tolist()
         paid_l = (top_r - top_s).tolist()
-        hist_l: list[list[int]] | None = None  # the history as lists, built only if needed
         parents: list[int] = []
         new_tok: list[int] = []
         new_scores: list[float] = []
@@ -369,9 +368,9 @@ class BeamSearch(Strategy):
                 pay = paid_l[g][j]
                 if tok_l[g][j] == self.eos_id:
                     if j < k:
-                        hist_l = self.history.tolist() if hist_l is None else hist_l
                         row = g * k + parent_l[g][j]
-                        self._finish(sent, hist_l[row], s, length, pay, row, self.eos_id)
+                        toks = self.history[row].tolist()  # one row: the whole is rarely needed
+                        self._finish(sent, toks, s, length, pay, row, self.eos_id)
                 elif len(chosen) < k:
                     chosen.append(j)
             at_limit = self.limits[sent] <= length
@@ -379,12 +378,10 @@ class BeamSearch(Strategy):
             # this step count): a cut sentence never beats K that ended, and a search that
             # went on only for the coverage does not return one
             if at_limit and len(self.finished[sent]) < k:
-                hist_l = self.history.tolist() if hist_l is None else hist_l
                 for j in chosen:
                     row, tok = g * k + parent_l[g][j], tok_l[g][j]
-                    self._finish(
-                        sent, hist_l[row] + [tok], score_l[g][j], length, paid_l[g][j], row, tok
-                    )
+                    toks = [*self.history[row].tolist(), tok]
+                    self._finish(sent, toks, score_l[g][j], length, paid_l[g][j], row, tok)
             if self.complete[sent] >= k or at_limit or not chosen:
                 continue
             n_real = len(chosen)

@@ -173,8 +173,10 @@ class Charge:
 
     def apply(self, rank: Tensor) -> None:
         """Subtract the charges but ``now`` from the (N,V) ranking scores, in place."""
-        if self.end_rows is not None:
-            rank[self.end_rows] -= self.end_cost  # rows whose word would end unfinished
+        if self.end_rows is not None:  # rows whose word would end unfinished
+            # in place, row by row (indexing would copy the rows out and write them back)
+            cost = self.end_cost.expand(self.end_rows.shape[0], -1)
+            rank.index_add_(0, self.end_rows, cost, alpha=-1)
         if self.rows is not None and self.tokens is not None:
             rank[self.rows, self.tokens] -= self.cost  # tokens that spoil their word
 

@@ -15,6 +15,7 @@ from attenzione import model_dir
 from attenzione.config import DecodeConfig
 from attenzione.decoding import generate
 from attenzione.lexicon import (
+    Charge,
     Lexicon,
     known_starts,
     piece_table,
@@ -439,3 +440,27 @@ def test_the_shipped_model_writes_no_empty_word() -> None:
         "Former Massachusetts Governor Wins Florida Primary"
     )
     assert "  " not in out.text, out
+
+
+def test_a_charge_lowers_exactly_what_it_names():
+    """Charge.apply subtracts the end-of-word cost from the rows it names (only at the pieces
+    it costs), the spoiler cost at each (row, piece) once, and touches nothing else."""
+    torch.manual_seed(0)
+    rank = torch.randn(5, 7)
+    before = rank.clone()
+    end_cost = torch.tensor([0.0, 2.0, 0.0, 2.0, 0.0, 0.0, 2.0])
+    charge = Charge(
+        now=None,
+        end_rows=torch.tensor([1, 3]),
+        end_cost=end_cost,
+        rows=torch.tensor([0, 0, 3]),
+        tokens=torch.tensor([4, 4, 1]),
+        cost=8.0,
+    )
+    charge.apply(rank)
+    expected = before.clone()
+    expected[1] = before[1] - end_cost
+    expected[3] = before[3] - end_cost
+    expected[0, 4] -= 8.0  # named twice, charged once
+    expected[3, 1] -= 8.0
+    assert torch.equal(rank, expected)

@@ -31,6 +31,7 @@ python3 -m attenzione train --out "$R" --preset small --enc-layers 6 --d-ff 2048
     --number-augment 0.3 --max-tokens "$TOK" --bf16 --threads 8 --device "$DEV" --no-progress \
     --eval-every "${EVAL:-1000}" --save-every-minutes 30 --keep-snapshots 8 --lr "$LR" --warmup-steps 400 \
     --max-minutes "$MIN" ${STEPS:+--max-steps $STEPS} 2>&1 | tee "$OUT/train.log"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "TRAINING FAILED"; cp "$R/metrics.jsonl" "$OUT/" 2>/dev/null; exit 5; }
 cp "$R/metrics.jsonl" "$R/init.json" "$OUT/" 2>/dev/null
 ls "$R" "$R/snapshots"
 python3 -m attenzione average "$R" --out /tmp/gpu-avg --last "${LAST:-4}" 2>&1 | tee -a "$OUT/train.log"

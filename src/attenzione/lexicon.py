@@ -234,16 +234,14 @@ class WordCheck:
         is_open = torch.tensor(open_rows, device=likely.device)
         doubtful = (starts & ~self.free_starts[likely]) | (~starts & is_open[:, None])
         spoilt = [
-            r * width + j
+            (r, j)
             for r, j in doubtful.nonzero().tolist()
             if self._spoils(self.sentence[r], self.word[r], open_rows[r], likely_l[r][j])
         ]
         spoils = torch.zeros_like(starts)
-        spoils.view(-1)[spoilt] = True
-        bad_rows, bad_tokens = [], []
-        for r, j in spoils.nonzero().tolist():
-            bad_rows.append(r)
-            bad_tokens.append(likely_l[r][j])
+        spoils.view(-1)[[r * width + j for r, j in spoilt]] = True
+        bad_rows = [r for r, _ in spoilt]
+        bad_tokens = [likely_l[r][j] for r, j in spoilt]
         # a row with no likely piece that costs nothing (a piece that ends a short word
         # costs): look further down for the first that does not ("Dvo" + <0xC5> of
         # "Dvořák"), charging the spoilers above it, so that an unlikelier piece that spoils

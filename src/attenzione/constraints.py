@@ -194,8 +194,9 @@ class WellFormedUTF8(Constraint):
         self.roles = roles
         # the continuation bytes, all a row that owes some may write; and the bytes a row
         # that owes nothing may not write: continuation and NEVER bytes
-        self.cont = (roles == CONTINUATION).nonzero().squeeze(1)
-        self.closed = ((roles == CONTINUATION) | (roles == NEVER)).nonzero().squeeze(1)
+        cont = roles == CONTINUATION
+        self.cont = cont.nonzero().squeeze(1)
+        self.closed = (cont | (roles == NEVER)).nonzero().squeeze(1)
         self.whole = whole
         self.owed = torch.zeros(0, dtype=torch.long, device=roles.device)  # (N,)
 

@@ -32,13 +32,6 @@ python3 -m attenzione train --out "$R" --preset small --enc-layers 6 --d-ff 2048
     --eval-every "${EVAL:-1000}" --save-every-minutes 30 --keep-snapshots 8 --lr "$LR" --warmup-steps 400 \
     --max-minutes "$MIN" ${STEPS:+--max-steps $STEPS} 2>&1 | tee "$OUT/train.log"
 [ "${PIPESTATUS[0]}" = 0 ] || { echo "TRAINING FAILED"; cp "$R/metrics.jsonl" "$OUT/" 2>/dev/null; exit 5; }
-cp "$R/metrics.jsonl" "$R/init.json" "$OUT/" 2>/dev/null
+cp "$R/init.json" "$OUT/"
 ls "$R" "$R/snapshots"
-python3 -m attenzione average "$R" --out /tmp/gpu-avg --last "${LAST:-4}" 2>&1 | tee -a "$OUT/train.log"
-python3 - <<'PY'
-from safetensors.torch import load_file, save_file
-p = "/tmp/gpu-avg/model.safetensors"
-save_file({k: v.half().contiguous() for k, v in load_file(p).items()}, p)
-PY
-tar cf - -C /tmp gpu-avg | split -b 15m - "$OUT/avg.tar.part-"
-ls -la "$OUT"
+bash tools/device/pack.sh "$R" 2>&1 | tee -a "$OUT/train.log"

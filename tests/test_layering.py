@@ -44,6 +44,7 @@ LAYERS = {
     "averaging": 6,
     "training": 6,
     "translator": 6,
+    "candidates": 6,
     "evaluation": 6,
     "viz": 6,
     "explain": 6,

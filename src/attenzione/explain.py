@@ -18,6 +18,7 @@ and checks that its α equals the weights the model returned.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ import torch
 from torch import Tensor
 
 from attenzione.attention import AttentionRecord
+from attenzione.data.tokenizers import Tokenizer
 from attenzione.model import Transformer
 from attenzione.precision import plain_weight
 from attenzione.viz.maps import AttentionMaps, display_tokens
@@ -103,6 +105,54 @@ def collect_attention(
             kind: [plain_weight(m.out_proj).float() for m in mods] for kind, mods in modules.items()
         },
     )
+
+
+def replay(
+    model: Transformer,
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    src_ids: list[int],
+    tgt_ids: list[int],
+    *,
+    source: str = "",
+    translation: str = "",
+    teacher_forced: bool = False,
+) -> AttentionMaps:
+    """:func:`collect_attention` for one sentence as the translator reads it: ``src_ids``
+    (ending in ``<eos>``) and ``tgt_ids`` (no ``<bos>``/``<eos>``), labelled with the
+    (source, target) ``tokenizers``' pieces."""
+    src_tok, tgt_tok = tokenizers
+    cfg = model.config
+    device = next(model.parameters()).device
+    src_t = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1,S)
+    tgt_t = torch.tensor([[cfg.bos_id, *tgt_ids]], dtype=torch.long, device=device)  # (1,T)
+    pieces = [tgt_tok.id_to_token(i) for i in tgt_ids]
+    return collect_attention(
+        model,
+        src_t,
+        tgt_t,
+        src_tokens=[src_tok.id_to_token(i) for i in src_ids],
+        tgt_tokens=[tgt_tok.id_to_token(cfg.bos_id), *pieces],
+        out_tokens=[*pieces, tgt_tok.id_to_token(cfg.eos_id)],
+        source=source,
+        translation=translation,
+        teacher_forced=teacher_forced,
+    )
+
+
+def cross_attention(
+    model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], layer: int
+) -> Tensor:
+    """Decoder layer ``layer``'s cross-attention, its heads averaged, for one sentence pair
+    teacher-forced: (T+2, S) for T ``tgt_ids`` (no ``<bos>``/``<eos>``) fed between ``<bos>``
+    and ``<eos>``, row 0 the step fed ``<bos>``. What tag placement aligns by
+    (:func:`attenzione.markup.place`)."""
+    cfg = model.config
+    device = next(model.parameters()).device
+    src = torch.tensor([list(src_ids)], dtype=torch.long, device=device)
+    tgt = torch.tensor([[cfg.bos_id, *tgt_ids, cfg.eos_id]], dtype=torch.long, device=device)
+    with torch.inference_mode():
+        out = model(src, tgt, need_weights=True)
+    return out.decoder.cross_attentions[layer][0].float().mean(dim=0)
 
 
 @dataclass

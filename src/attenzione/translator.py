@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ import torch
 from torch import Tensor
 
 from attenzione import model_dir
+from attenzione.candidates import Candidate, Translation, assemble
 from attenzione.config import DecodeConfig, search_config
 from attenzione.data.corpus import normalize, without_controls
 from attenzione.data.numbers import NUMBER_FORMATS
@@ -55,46 +55,6 @@ STREAM_CHUNK = 512
 # (True) or at the one that predicts it.
 ALIGN_LAYER = 0
 ALIGN_SHIFT = True
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate translation of one text, with what the model thought of it.
-
-    ``score``: beam search's ranking score (length-normalised log-prob with the ranking
-    terms; the total log-prob for greedy decoding and sampling). ``confidence``: the mean
-    log-probability per generated token, each segment's closing ``<eos>`` counted as a token;
-    ``exp(confidence)`` is the geometric mean of the probabilities the model gave each token
-    it wrote (1.0 = certain). ``ids``: the model's raw output ids (no ``<bos>``/``<eos>``; the
-    segments' ids one after the other). ``pieces``: how many segments the model translated
-    (> 1 when the text was split, or carried pictographs or tags stood between its parts; 0
-    when nothing was translated). ``read``: the text the model read when it translated one
-    segment ("" otherwise), e.g. for :meth:`Translator.attention`."""
-
-    text: str
-    score: float = 0.0
-    log_prob: float = 0.0
-    confidence: float = 0.0
-    ids: tuple[int, ...] = ()
-    pieces: int = 0
-    read: str = ""
-
-
-@dataclass(frozen=True)
-class Translation:
-    """The translation of one text: its candidates, best first (``n_best`` of them when the
-    model translated it in one segment, else one: each segment's best, joined)."""
-
-    source: str
-    candidates: tuple[Candidate, ...]
-
-    @property
-    def text(self) -> str:
-        """The best translation."""
-        return self.candidates[0].text
-
-    def __str__(self) -> str:
-        return self.text
 
 
 class Translator:
@@ -293,9 +253,15 @@ class Translator:
             lines.append(segments)
         todo = [seg.ids for segs in lines for seg in segs if seg.ids is not None]
         hyps = iter(self.translate_ids(todo, cfg, terms, batch_size=batch_size))
+        decode, ctx = self.tgt_tokenizer.decode, self.ctx
         return [
-            self._result(
-                text, pipeline, segs, [next(hyps) if s.ids is not None else [] for s in segs]
+            assemble(
+                text,
+                segs,
+                [next(hyps) if s.ids is not None else [] for s in segs],
+                pipeline,
+                ctx,
+                decode,
             )
             for text, segs in zip(texts, lines, strict=True)
         ]
@@ -413,61 +379,14 @@ class Translator:
             )
         return ids
 
-    def _result(
-        self,
-        source: str,
-        pipeline: Pipeline,
-        segments: list[Segment],
-        hyps: list[list[Hypothesis]],
-    ) -> Translation:
-        """One text's candidates from its segments and their hypotheses."""
-        read = [s for s in segments if s.ids is not None]
-        if len(read) > 1:  # several segments: the best of each, joined
-            hyps = [h[:1] for h in hyps]
-        ranks = max((len(h) for h in hyps), default=1) or 1
-        out: list[Candidate] = []
-        for rank in range(ranks):
-            texts, ids = [], []
-            log_prob, n_tokens, score = 0.0, 0, 0.0
-            for seg, h in zip(segments, hyps, strict=True):
-                if seg.ids is None:
-                    texts.append(seg.text)  # carried over as it is
-                    continue
-                best = h[rank]
-                decoded = self.tgt_tokenizer.decode(best.tokens)
-                texts.append(pipeline.restore(seg, decoded, self.ctx, best.tokens))
-                log_prob += best.log_prob
-                score += best.score
-                n_tokens += len(best.tokens) + 1  # + <eos>
-                ids.extend(best.tokens)
-            text = pipeline.join(segments, texts)
-            if any(c.text == text for c in out):  # the repairs can make two alike
-                continue
-            out.append(
-                Candidate(
-                    text,
-                    score,
-                    log_prob,
-                    log_prob / n_tokens if n_tokens else 0.0,
-                    tuple(ids),
-                    len(read),
-                    read[0].text if len(read) == 1 else "",
-                )
-            )
-        return Translation(source, tuple(out))
-
     def _place_tags(self, segment: Segment, tokens: Sequence[int]) -> list[tuple[int, Tag]]:
         """Where ``segment``'s inline tags go in its translation ``tokens``: by the
         cross-attention of :attr:`alignment_layer`, each target piece read as it is fed back
         (:func:`attenzione.markup.place`)."""
         assert segment.ids is not None
-        cfg = self.model.config
-        device = next(self.model.parameters()).device
-        src = torch.tensor([segment.ids], dtype=torch.long, device=device)
-        tgt = torch.tensor([[cfg.bos_id, *tokens, cfg.eos_id]], dtype=torch.long, device=device)
-        with torch.inference_mode():
-            out = self.model(src, tgt, need_weights=True)
-        att = out.decoder.cross_attentions[self.alignment_layer][0].float().mean(dim=0)
+        from attenzione.explain import cross_attention
+
+        att = cross_attention(self.model, segment.ids, tokens, self.alignment_layer)  # (T+2,S)
         # row j + 1 is the step that reads target piece j (ALIGN_SHIFT; row j predicts it)
         shift = 1 if ALIGN_SHIFT else 0
         # the text's own pieces: a corpus tag's token before them and <eos> after left out
@@ -502,7 +421,7 @@ class Translator:
         source: no second search, no re-tokenization. ``tag``: as in :meth:`translate` (the
         tag's token is the first source token of the maps).
         """
-        from attenzione.explain import collect_attention
+        from attenzione.explain import replay
 
         src = without_controls(src)
         if not src.strip():
@@ -528,20 +447,11 @@ class Translator:
                 translation = self.pipeline.restore(seg, decoded, self.ctx, tgt_ids)
             else:
                 tgt_ids = self.tgt_tokenizer.encode(normalize(tgt))
-        cfg_m = self.model.config
-        device = next(self.model.parameters()).device
-        src_t = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1,S)
-        tgt_t = torch.tensor([[cfg_m.bos_id, *tgt_ids]], dtype=torch.long, device=device)  # (1,T)
-        pieces = [self.tgt_tokenizer.id_to_token(i) for i in tgt_ids]
-        eos = self.tgt_tokenizer.id_to_token(cfg_m.eos_id)
-        bos = self.tgt_tokenizer.id_to_token(cfg_m.bos_id)
-        return collect_attention(
+        return replay(
             self.model,
-            src_t,
-            tgt_t,
-            src_tokens=[self.src_tokenizer.id_to_token(i) for i in src_ids],
-            tgt_tokens=[bos, *pieces],
-            out_tokens=[*pieces, eos],
+            (self.src_tokenizer, self.tgt_tokenizer),
+            src_ids,
+            tgt_ids,
             source=read,
             translation=translation or "",
             teacher_forced=tgt is not None,

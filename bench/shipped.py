@@ -16,9 +16,11 @@ steps — what ``attenzione translate`` does):
 
 Variants: ``plain`` (fp32, unpacked linear layers: the path before packing), ``packed`` (fp32,
 the default), ``int8``, ``bf16`` (weights in bf16: for CPUs with native bf16), and
-``shortlist`` (packed + the model's vocabulary shortlist, if it ships one). The variants run
-one after another in one process, 2 threads; run it on an idle machine and read the ratios
-between variants.
+``shortlist`` (packed + the model's vocabulary shortlist, if it ships one), and ``workers``
+(packed, the batches decoded in two worker processes of one thread each: what ``attenzione
+translate`` does with a file of more than two batches; the workers load the model with the
+translator, untimed, as every variant's loading is). The variants run one after another in one
+process, 2 threads; run it on an idle machine and read the ratios between variants.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores, group_references
 from attenzione.translator import Translator
 
-VARIANTS = ("plain", "packed", "int8", "bf16", "shortlist")
+VARIANTS = ("plain", "packed", "int8", "bf16", "shortlist", "workers")
 FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
 TATOEBA = Path("runs/prose/run/data/dev.tsv")
 
@@ -53,6 +55,11 @@ def load(model_dir: Path | None, variant: str) -> Translator:
     if variant == "shortlist" and tr.shortlist is None:
         raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
     tr.use_shortlist = variant == "shortlist"
+    if variant == "workers":
+        from attenzione.translator import PRETRAINED_DIR
+        from attenzione.workers import Workers
+
+        tr.workers = Workers(model_dir or PRETRAINED_DIR, 2, threads=1, shortlist=False)
     return tr
 
 
@@ -131,7 +138,10 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {}
     for v in variants:
         print(f"{v}:", flush=True)
-        results[v] = run_variant(load(args.model_dir, v), flores, tatoeba, args.one_limit)
+        tr = load(args.model_dir, v)
+        results[v] = run_variant(tr, flores, tatoeba, args.one_limit)
+        if tr.workers is not None:
+            tr.workers.close()  # type: ignore[attr-defined]
     if "plain" in results:
         base = results["plain"]
 

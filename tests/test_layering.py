@@ -45,6 +45,7 @@ LAYERS = {
     "training": 6,
     "translator": 6,
     "candidates": 6,
+    "workers": 6,
     "evaluation": 6,
     "viz": 6,
     "explain": 6,

@@ -2,4 +2,5 @@
 
 from attenzione.cli import main
 
-main()
+if __name__ == "__main__":  # not again in a worker process spawned from it
+    main()

@@ -20,7 +20,7 @@ of beam search's ranking terms (:class:`attenzione.scoring.Terms`). A model dire
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,13 @@ from attenzione.shortlist import Shortlist, output_layer
 if TYPE_CHECKING:
     from attenzione.viz.maps import AttentionMaps
 
-__all__ = ["PRETRAINED_DIR", "Candidate", "Translation", "Translator"]
+__all__ = ["PRETRAINED_DIR", "BatchRunner", "Candidate", "Translation", "Translator"]
+
+# Decodes batches of source ids elsewhere (attenzione.workers): (batches, search, terms) →
+# each batch's hypotheses, in order, as Translator.decode_batch gives them.
+BatchRunner = Callable[
+    [list[list[list[int]]], DecodeConfig, Terms], Iterable[list[list[Hypothesis]]]
+]
 
 # Lines taken from an iterable at a time by translate_iter: sorted by length inside a chunk
 # (little padding), yielded in input order as each chunk finishes (output streams).
@@ -127,6 +133,8 @@ class Translator:
         if default is not None and default not in self.tags:
             raise ValueError(f"info.json: default_tag {default!r} is not one of the model's tags")
         self.default_tag: str | None = default
+        # other processes to decode batches in (attenzione.workers.Workers; None: this one)
+        self.workers: BatchRunner | None = None
 
     @property
     def known_words(self) -> list[str] | None:
@@ -291,7 +299,6 @@ class Translator:
                 block, search=search, terms=terms, steps=pipeline, tag=tag, batch_size=batch_size
             )
 
-    @torch.inference_mode()
     def translate_ids(
         self,
         src: Sequence[list[int]],
@@ -301,35 +308,48 @@ class Translator:
         batch_size: int = 64,
     ) -> list[list[Hypothesis]]:
         """Decode source id lists (each already ending in ``<eos>``), batched by length, with
-        the hard constraints and the ranking terms; hypotheses per source, in input order."""
+        the hard constraints and the ranking terms; hypotheses per source, in input order.
+        With :attr:`workers` set and more than one batch, the batches go to them."""
         cfg = search or DecodeConfig()
         weights = self.terms if terms is None else terms
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        order = sorted(range(len(src)), key=lambda i: len(src[i]))  # little padding
+        groups = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        groups.reverse()  # the longest first: workers that finish last finish together
+        jobs = [[src[i] for i in group] for group in groups]
+        if self.workers is not None and len(jobs) > 1:
+            decoded: Iterable[list[list[Hypothesis]]] = self.workers(jobs, cfg, weights)
+        else:
+            decoded = (self.decode_batch(job, cfg, weights) for job in jobs)
+        results: list[list[Hypothesis]] = [[] for _ in src]
+        for group, hyps in zip(groups, decoded, strict=True):
+            for i, h in zip(group, hyps, strict=True):
+                results[i] = h
+        return results
+
+    @torch.inference_mode()
+    def decode_batch(
+        self, sources: list[list[int]], search: DecodeConfig, terms: Terms
+    ) -> list[list[Hypothesis]]:
+        """One batch of source id lists, decoded together (padded to the longest) with the
+        hard constraints and the ranking terms ``terms`` weigh."""
         pad = self.model.config.pad_id
         device = next(self.model.parameters()).device
-        results: list[list[Hypothesis]] = [[] for _ in src]
-        order = sorted(range(len(src)), key=lambda i: len(src[i]))  # little padding
-        for start in range(0, len(order), batch_size):
-            group = order[start : start + batch_size]
-            sources = [src[i] for i in group]
-            width = max(len(ids) for ids in sources)
-            batch = torch.full((len(group), width), pad, dtype=torch.long, device=device)
-            for row, ids in enumerate(sources):
-                batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long, device=device)
-            vocab, output = self._shortlist_for(batch)
-            decoded = generate(
-                self.model,
-                batch,
-                cfg,
-                constraints=self.scoring.constraints(batch, sources),
-                terms=self.scoring.terms(batch, sources, weights, cfg),
-                vocab=vocab,
-                output=output,
-            )
-            for i, hyps in zip(group, decoded, strict=True):
-                results[i] = hyps
-        return results
+        width = max(len(ids) for ids in sources)
+        batch = torch.full((len(sources), width), pad, dtype=torch.long, device=device)
+        for row, ids in enumerate(sources):
+            batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long, device=device)
+        vocab, output = self._shortlist_for(batch)
+        return generate(
+            self.model,
+            batch,
+            search,
+            constraints=self.scoring.constraints(batch, sources),
+            terms=self.scoring.terms(batch, sources, terms, search),
+            vocab=vocab,
+            output=output,
+        )
 
     def _shortlist_for(self, batch: Tensor) -> tuple[Tensor | None, Any]:
         """The target ids a (B,S) source batch may produce and the output layer scoring just

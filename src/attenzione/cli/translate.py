@@ -15,7 +15,8 @@ formatting as tags, and written back in its own format, atomically, once all is 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -48,6 +49,7 @@ from attenzione.cli.common import (
 if TYPE_CHECKING:
     from attenzione.documents import Document
     from attenzione.translator import Translation
+    from attenzione.workers import Workers
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
@@ -100,6 +102,12 @@ def translate(
         callback=at_least(1),
     ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
+    workers: int = typer.Option(
+        0,
+        help="Processes decoding batches side by side (0: two when there are 2+ cores and "
+        "more than two batches; 1: this process alone). The same translations, faster.",
+        callback=at_least(0),
+    ),
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
     tag: str | None = tag_option(),
@@ -136,40 +144,68 @@ def translate(
             seed=seed,
             length_penalty=length_penalty,
         )
-        translator = Translator.from_pretrained(directory, precision=precision)
-        translator.use_shortlist = shortlist
-        set_number_format(translator, number_format)
-        steps, terms = pipeline_of(translator, names, raw)
-        if document is not None and output is not None:
-            translated = translator.translate_iter(
-                document.segments,
-                search=search,
-                terms=terms,
-                steps=steps,
-                tag=tag,
-                batch_size=batch_size,
+        texts = len(document.segments) if document is not None else len(lines)
+        many = n_best == 1 and texts > 2 * batch_size
+        # the workers load the model while this process does
+        with _workers(directory, workers, many, precision, shortlist) as pool:
+            translator = Translator.from_pretrained(directory, precision=precision)
+            translator.use_shortlist = shortlist
+            translator.workers = pool
+            set_number_format(translator, number_format)
+            steps, terms = pipeline_of(translator, names, raw)
+            if document is not None and output is not None:
+                translated = translator.translate_iter(
+                    document.segments,
+                    search=search,
+                    terms=terms,
+                    steps=steps,
+                    tag=tag,
+                    batch_size=batch_size,
+                )
+                _write_document(document, output, translated)
+                return
+            if n_best > 1:
+                (result,) = translator.translate(
+                    lines, search=search, terms=terms, steps=steps, tag=tag
+                )
+                for cand in result.candidates:
+                    typer.echo(f"{cand.score:8.4f}\t{cand.text}")
+                return
+            results = (
+                r.text
+                for r in translator.translate_iter(
+                    lines, search=search, terms=terms, steps=steps, tag=tag, batch_size=batch_size
+                )
             )
-            _write_document(document, output, translated)
-            return
-        if n_best > 1:
-            (result,) = translator.translate(
-                lines, search=search, terms=terms, steps=steps, tag=tag
-            )
-            for cand in result.candidates:
-                typer.echo(f"{cand.score:8.4f}\t{cand.text}")
-            return
-        results = (
-            r.text
-            for r in translator.translate_iter(
-                lines, search=search, terms=terms, steps=steps, tag=tag, batch_size=batch_size
-            )
-        )
-        if output is None:
-            _stream(results, sys.stdout, len(lines), bar=False, newline=newline)
-            return
-        with open(output, "w", encoding="utf-8", newline="") as f:
-            n = _stream(results, f, len(lines), bar=sys.stderr.isatty(), newline=newline)
-        typer.echo(f"wrote {n} translations to {output}", err=True)
+            if output is None:
+                _stream(results, sys.stdout, len(lines), bar=False, newline=newline)
+                return
+            with open(output, "w", encoding="utf-8", newline="") as f:
+                n = _stream(results, f, len(lines), bar=sys.stderr.isatty(), newline=newline)
+            typer.echo(f"wrote {n} translations to {output}", err=True)
+
+
+@contextmanager
+def _workers(
+    directory: Path, asked: int, many: bool, precision: str, shortlist: bool
+) -> Iterator[Workers | None]:
+    """Worker processes to decode the batches in while the block runs
+    (:mod:`attenzione.workers`): ``asked`` of them, or with 0, two when the machine has two
+    cores or more and there are ``many`` texts; the cores are shared out between them. None
+    when there is to be one process."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    n = asked or (2 if many and cores >= 2 else 1)
+    if n < 2:
+        yield None
+        return
+    from attenzione.workers import Workers
+
+    threads = max(1, cores // n)
+    with Workers(directory, n, threads=threads, precision=precision, shortlist=shortlist) as pool:
+        yield pool
 
 
 def _read_document(

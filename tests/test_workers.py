@@ -1,0 +1,74 @@
+"""attenzione.workers: decoding a translator's batches in other processes."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from attenzione.cli import app
+from attenzione.config import search_config
+from attenzione.translator import Translator
+from attenzione.workers import Workers
+from tiny_model import WORDS, tiny_translator
+
+# 12 texts of 2–6 words: batches of 4 make three batches of different lengths
+TEXTS = [" ".join(itertools.islice(itertools.cycle(WORDS), i, i + 2 + i % 5)) for i in range(12)]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("tiny")
+    tiny_translator(seed=3).save_pretrained(directory)
+    return directory
+
+
+def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> None:
+    translator = Translator.from_pretrained(model_dir)
+    alone = translator.translate(TEXTS, batch_size=4)
+    n_best = translator.translate(TEXTS, search=search_config(3, 2), batch_size=4)
+    with Workers(model_dir, 2) as workers:
+        translator.workers = workers
+        here = translator.decode_batch
+
+        def not_here(*args: object) -> object:
+            raise AssertionError("a batch was decoded in this process")
+
+        translator.decode_batch = not_here  # type: ignore[method-assign]
+        assert translator.translate(TEXTS, batch_size=4) == alone
+        assert translator.translate(TEXTS, search=search_config(3, 2), batch_size=4) == n_best
+        translator.decode_batch = here  # type: ignore[method-assign]
+        # one batch is decoded here, as without workers
+        assert translator.translate(TEXTS[:3], batch_size=4) == alone[:3]
+
+
+def test_the_command_translates_a_file_the_same_with_workers(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"out{workers}.txt"
+        args = ["translate", "--model", str(model_dir), "-i", str(src), "-o", str(out)]
+        result = CliRunner().invoke(app, [*args, "--batch-size", "4", "--workers", workers])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_text(encoding="utf-8"))
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0].splitlines()) == len(TEXTS)
+
+
+@pytest.mark.parametrize("workers, threads", [(0, 1), (2, 0)])
+def test_a_pool_of_no_process_or_no_thread_is_refused(
+    model_dir: Path, workers: int, threads: int
+) -> None:
+    with pytest.raises(ValueError, match="workers and threads must be >= 1"):
+        Workers(model_dir, workers, threads=threads)
+
+
+def test_a_negative_worker_count_is_a_one_line_error() -> None:
+    result = CliRunner().invoke(app, ["translate", "hello", "--workers", "-1"])
+    assert result.exit_code != 0
+    assert "--workers must be >= 0" in result.output

@@ -18,8 +18,8 @@ Variants: ``plain`` (fp32, unpacked linear layers: the path before packing), ``p
 the default), ``int8``, ``bf16`` (weights in bf16: for CPUs with native bf16), and
 ``shortlist`` (packed + the model's vocabulary shortlist, if it ships one), and ``workers``
 (packed, the batches decoded in two worker processes of one thread each: what ``attenzione
-translate`` does with a file of more than two batches; the workers load the model with the
-translator, untimed, as every variant's loading is). The variants run one after another in one
+translate`` does with a long file; the workers load the model with the translator, untimed,
+as every variant's loading is). The variants run one after another in one
 process, 2 threads; run it on an idle machine and read the ratios between variants.
 """
 
@@ -56,10 +56,11 @@ def load(model_dir: Path | None, variant: str) -> Translator:
         raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
     tr.use_shortlist = variant == "shortlist"
     if variant == "workers":
-        from attenzione.translator import PRETRAINED_DIR
         from attenzione.workers import Workers
 
-        tr.workers = Workers(model_dir or PRETRAINED_DIR, 2, threads=1, shortlist=False)
+        workers = Workers.of(tr, 2, threads=max(1, torch.get_num_threads() // 2))
+        workers.wait()  # both loaded before anything is timed
+        tr.workers = workers
     return tr
 
 
@@ -139,9 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     for v in variants:
         print(f"{v}:", flush=True)
         tr = load(args.model_dir, v)
-        results[v] = run_variant(tr, flores, tatoeba, args.one_limit)
-        if tr.workers is not None:
-            tr.workers.close()  # type: ignore[attr-defined]
+        try:
+            results[v] = run_variant(tr, flores, tatoeba, args.one_limit)
+        finally:
+            if tr.workers is not None:
+                tr.workers.close()  # type: ignore[attr-defined]
     if "plain" in results:
         base = results["plain"]
 

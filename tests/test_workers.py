@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
+from attenzione.cli.translate import worker_count
 from attenzione.config import search_config
 from attenzione.translator import Translator
 from attenzione.workers import Workers
@@ -29,7 +30,8 @@ def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> Non
     translator = Translator.from_pretrained(model_dir)
     alone = translator.translate(TEXTS, batch_size=4)
     n_best = translator.translate(TEXTS, search=search_config(3, 2), batch_size=4)
-    with Workers(model_dir, 2) as workers:
+    with Workers.of(translator, 2) as workers:
+        workers.wait()  # both loaded
         translator.workers = workers
         here = translator.decode_batch
 
@@ -72,3 +74,34 @@ def test_a_negative_worker_count_is_a_one_line_error() -> None:
     result = CliRunner().invoke(app, ["translate", "hello", "--workers", "-1"])
     assert result.exit_code != 0
     assert "--workers must be >= 0" in result.output
+
+
+def test_a_model_directory_a_worker_cannot_load_is_the_loading_error(tmp_path: Path) -> None:
+    with (
+        Workers(tmp_path / "missing", 2) as workers,
+        pytest.raises(FileNotFoundError, match="does not exist"),
+    ):
+        workers.wait()
+
+
+def test_workers_need_a_translator_loaded_from_a_directory() -> None:
+    with pytest.raises(ValueError, match="this translator was not loaded"):
+        Workers.of(tiny_translator())
+
+
+@pytest.mark.parametrize(
+    "asked, texts, batch_size, n_best, cores, expected",
+    [
+        (0, 997, 64, 1, 2, 2),  # FLORES dev: a whole chunk of eight batches
+        (0, 997, 64, 1, 1, 1),  # one core: nothing to overlap
+        (0, 300, 64, 1, 2, 1),  # less than a chunk: five batches gained nothing
+        (0, 2000, 256, 1, 2, 1),  # two batches a chunk: one worker would wait
+        (3, 300, 64, 1, 2, 3),  # asked for, and there are batches to share
+        (2, 2000, 512, 1, 2, 1),  # one batch a chunk: nothing to share, whatever was asked
+        (2, 1, 64, 4, 2, 1),  # one text's n-best list
+    ],
+)
+def test_the_command_starts_workers_only_with_batches_to_share(
+    asked: int, texts: int, batch_size: int, n_best: int, cores: int, expected: int
+) -> None:
+    assert worker_count(asked, texts, batch_size, n_best, cores) == expected

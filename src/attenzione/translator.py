@@ -135,6 +135,9 @@ class Translator:
         self.default_tag: str | None = default
         # other processes to decode batches in (attenzione.workers.Workers; None: this one)
         self.workers: BatchRunner | None = None
+        # where and how the model was loaded (from_pretrained; what workers load again)
+        self.directory: Path | None = None
+        self.precision, self.packed = "fp32", False
 
     @property
     def known_words(self) -> list[str] | None:
@@ -197,7 +200,7 @@ class Translator:
             raise NotADirectoryError(f"{directory} is a file, not a model directory")
         raw = model_dir.load_model(directory)
         src_tok, tgt_tok = model_dir.load_tokenizers(directory, raw.config)
-        return cls(
+        translator = cls(
             for_inference(raw, precision, pack=pack),
             src_tok,
             tgt_tok,
@@ -206,6 +209,8 @@ class Translator:
             translated_words=model_dir.read_words(directory, model_dir.TRANSLATED_NAME),
             shortlist=model_dir.read_shortlist(directory, raw.config),
         )
+        translator.directory, translator.precision, translator.packed = directory, precision, pack
+        return translator
 
     def save_pretrained(self, directory: str | Path, *, dtype: torch.dtype | None = None) -> Path:
         """Write a loadable model directory (weights, config, tokenizers, info), atomically."""

@@ -11,11 +11,13 @@ between its operators (docs/benchmarks.md, issue 41).
 decodes a :class:`~attenzione.translator.Translator`'s batches in them, set as its
 :attr:`~attenzione.translator.Translator.workers`. The translator makes the same batches as
 without them, and each is decoded the same way (:meth:`Translator.decode_batch`); only the
-thread count differs, which on the CPUs measured did not change a single translation of FLORES
-dev (the packed kernels split a product's rows between threads, not its sums).
+thread count differs. On the CPU measured that did not change a single translation of FLORES
+dev (the packed kernels split a product's rows between threads, not its sums); another CPU's
+kernels might.
 
-A worker knows what its model directory says and the shortlist switch it is given: a word
-list set on the translator after loading is not seen by the workers.
+A worker knows what its model directory says, loaded with the precision and shortlist switch
+it is given (:meth:`Workers.of` takes them from a translator): a word list set on the
+translator after loading is not seen by the workers.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import torch
 
@@ -34,31 +37,54 @@ from attenzione.decoding import Hypothesis
 from attenzione.scoring import Terms
 from attenzione.translator import Translator
 
-# the translator each worker process decodes with (set by _start, in the worker)
+# in a worker process: the translator it decodes with, or why it could not load one
 _translator: Translator | None = None
+_failed: Exception | None = None
+_barrier: Any = None  # all workers meet here in Workers.wait
 
 
-def _start(directory: str, threads: int, precision: str, pack: bool, shortlist: bool) -> None:
-    """A worker process's start: its thread count, then the model."""
-    global _translator
+def _start(
+    directory: str, threads: int, precision: str, pack: bool, shortlist: bool, barrier: Any
+) -> None:
+    """A worker process's start: its thread count, then the model. A failure is kept and
+    raised at the first batch, where it reaches the caller as the error it is."""
+    global _translator, _failed, _barrier
+    _barrier = barrier
     torch.set_num_threads(threads)
-    _translator = Translator.from_pretrained(directory, precision=precision, pack=pack)
-    _translator.use_shortlist = shortlist and _translator.shortlist is not None
+    try:
+        _translator = Translator.from_pretrained(directory, precision=precision, pack=pack)
+        _translator.use_shortlist = shortlist and _translator.shortlist is not None
+    except Exception as exc:  # noqa: BLE001 (any failure to load goes back to the caller)
+        _failed = exc
 
 
 def _ready() -> None:
-    """Nothing: a task that makes the pool start its processes."""
+    """Nothing: a task that makes the pool start one more process."""
+
+
+def _meet() -> None:
+    """Wait until every worker has loaded and come here (each takes one such task)."""
+    _barrier.wait()
+    if _failed is not None:
+        raise _failed
 
 
 def _decode(job: list[list[int]], search: DecodeConfig, terms: Terms) -> list[list[Hypothesis]]:
+    if _failed is not None:
+        raise _failed
     assert _translator is not None, "a worker decodes only after _start"
     return _translator.decode_batch(job, search, terms)
+
+
+class WorkerStopped(RuntimeError):
+    """A worker process died (killed, out of memory): its batches are lost."""
 
 
 class Workers:
     """``workers`` processes, each decoding with the model in ``directory`` on ``threads``
     threads (``precision``, ``pack`` and ``shortlist`` as the translator was loaded and set).
-    Call it with batches of source ids; use it as a context manager, or :meth:`close` it."""
+    They start at once and load the model while the caller goes on. Call it with batches of
+    source ids; use it as a context manager, or :meth:`close` it."""
 
     def __init__(
         self,
@@ -73,22 +99,63 @@ class Workers:
         if workers < 1 or threads < 1:
             raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
         self.workers, self.threads = workers, threads
-        self._pool = ProcessPoolExecutor(
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter each: no forked
+        self._pool = ProcessPoolExecutor(  # thread pools
             max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),  # a fresh interpreter: no forked
-            initializer=_start,  # thread pools
-            initargs=(str(directory), threads, precision, pack, shortlist),
+            mp_context=context,
+            initializer=_start,
+            initargs=(
+                str(directory),
+                threads,
+                precision,
+                pack,
+                shortlist,
+                context.Barrier(workers),
+            ),
         )
-        # the first task starts every process, each loading the model: now, while the
-        # caller does its own loading, rather than at the first batch
-        self._pool.submit(_ready)
+        for _ in range(workers):  # a process starts for each task no idle process takes
+            self._pool.submit(_ready)
+
+    @classmethod
+    def of(cls, translator: Translator, workers: int = 2, *, threads: int = 1) -> Workers:
+        """Workers loading ``translator``'s model directory as it was loaded (precision,
+        packing, the shortlist switch). A translator built from objects has no directory."""
+        if translator.directory is None:
+            raise ValueError("workers load a model directory: this translator was not loaded")
+        return cls(
+            translator.directory,
+            workers,
+            threads=threads,
+            precision=translator.precision,
+            pack=translator.packed,
+            shortlist=translator.use_shortlist,
+        )
+
+    def wait(self) -> None:
+        """Return once every worker has loaded its model (raising what stopped one)."""
+        for done in [self._pool.submit(_meet) for _ in range(self.workers)]:
+            self._result(done.result)
 
     def __call__(
         self, jobs: list[list[list[int]]], search: DecodeConfig, terms: Terms
     ) -> Iterator[list[list[Hypothesis]]]:
         """Each batch's hypotheses, in order, as they come: each worker takes the next batch
         when it is done with one."""
-        return self._pool.map(_decode, jobs, itertools.repeat(search), itertools.repeat(terms))
+        results = self._pool.map(_decode, jobs, itertools.repeat(search), itertools.repeat(terms))
+        while True:
+            try:
+                yield self._result(lambda: next(results))
+            except StopIteration:
+                return
+
+    @staticmethod
+    def _result(get: Any) -> Any:
+        try:
+            return get()
+        except BrokenExecutor:
+            raise WorkerStopped(
+                "a worker process stopped (out of memory?): try --workers 1"
+            ) from None
 
     def close(self) -> None:
         """Stop the processes (after the batches given to them)."""

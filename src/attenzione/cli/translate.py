@@ -145,9 +145,9 @@ def translate(
             length_penalty=length_penalty,
         )
         texts = len(document.segments) if document is not None else len(lines)
-        many = n_best == 1 and texts > 2 * batch_size
+        n = worker_count(workers, texts, batch_size, n_best, _cores())
         # the workers load the model while this process does
-        with _workers(directory, workers, many, precision, shortlist) as pool:
+        with _workers(directory, n, precision, shortlist) as pool:
             translator = Translator.from_pretrained(directory, precision=precision)
             translator.use_shortlist = shortlist
             translator.workers = pool
@@ -185,27 +185,49 @@ def translate(
             typer.echo(f"wrote {n} translations to {output}", err=True)
 
 
-@contextmanager
-def _workers(
-    directory: Path, asked: int, many: bool, precision: str, shortlist: bool
-) -> Iterator[Workers | None]:
-    """Worker processes to decode the batches in while the block runs
-    (:mod:`attenzione.workers`): ``asked`` of them, or with 0, two when the machine has two
-    cores or more and there are ``many`` texts; the cores are shared out between them. None
-    when there is to be one process."""
+def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: int) -> int:
+    """How many processes decode ``texts`` texts (:mod:`attenzione.workers`; 1: this one).
+
+    Workers need two batches at once to share, and a text streams in chunks of
+    :data:`~attenzione.translator.STREAM_CHUNK` lines, batched chunk by chunk: with fewer than
+    two batches a chunk, or one text's n-best list, there is nothing to share, whatever was
+    ``asked``. Otherwise ``asked`` (0: two when there are two ``cores`` or more and at least a
+    whole chunk of four batches or more; FLORES dev's 997 lines went 1.1× faster so, and five
+    batches in all gained nothing: docs/benchmarks.md)."""
+    from attenzione.translator import STREAM_CHUNK
+
+    per_chunk = -(-min(texts, STREAM_CHUNK) // batch_size)
+    if n_best > 1 or per_chunk < 2:
+        return 1
+    if asked:
+        return asked
+    return 2 if cores >= 2 and texts >= STREAM_CHUNK and per_chunk >= 4 else 1
+
+
+def _cores() -> int:
+    """The CPUs this process may run on."""
     import os
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cores = cores or 1
-    n = asked or (2 if many and cores >= 2 else 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@contextmanager
+def _workers(directory: Path, n: int, precision: str, shortlist: bool) -> Iterator[Workers | None]:
+    """``n`` worker processes to decode the batches in while the block runs (the cores shared
+    out between them); None for one process. A worker that dies is a one-line error."""
     if n < 2:
         yield None
         return
-    from attenzione.workers import Workers
+    from attenzione.workers import Workers, WorkerStopped
 
-    threads = max(1, cores // n)
+    threads = max(1, _cores() // n)
     with Workers(directory, n, threads=threads, precision=precision, shortlist=shortlist) as pool:
-        yield pool
+        try:
+            yield pool
+        except WorkerStopped as exc:
+            fail(str(exc))
 
 
 def _read_document(

@@ -30,6 +30,7 @@ def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> Non
     translator = Translator.from_pretrained(model_dir)
     alone = translator.translate(TEXTS, batch_size=4)
     n_best = translator.translate(TEXTS, search=search_config(3, 2), batch_size=4)
+    streamed = list(translator.translate_iter(TEXTS, batch_size=2, chunk=5))
     with Workers.of(translator, 2) as workers:
         workers.wait()  # both loaded
         translator.workers = workers
@@ -42,6 +43,16 @@ def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> Non
         assert translator.translate(TEXTS, batch_size=4) == alone
         assert translator.translate(TEXTS, search=search_config(3, 2), batch_size=4) == n_best
         translator.decode_batch = here  # type: ignore[method-assign]
+        # streamed (a last chunk of one batch is decoded here): each next chunk's batches go
+        # out before a chunk is given, in input order
+        assert list(translator.translate_iter(TEXTS, batch_size=2, chunk=5)) == streamed
+        # and an error in the chunk read ahead comes after the chunk before is out
+        given = []
+        bad = [*TEXTS[:5], *TEXTS[:2], 3]
+        with pytest.raises(ValueError, match="not a string"):
+            for t in translator.translate_iter(bad, batch_size=2, chunk=5):  # type: ignore[arg-type]
+                given.append(t)
+        assert given == streamed[:5]
         # one batch is decoded here, as without workers
         assert translator.translate(TEXTS[:3], batch_size=4) == alone[:3]
 

@@ -250,8 +250,21 @@ class Translator:
         """
         if isinstance(texts, str):
             texts = [texts]
+        return self._begin(texts, search, terms, self._pipeline(steps), tag, batch_size)()
+
+    def _begin(
+        self,
+        texts: Sequence[str],
+        search: DecodeConfig | None,
+        terms: Terms | None,
+        pipeline: Pipeline,
+        tag: str | None,
+        batch_size: int,
+    ) -> Callable[[], list[Translation]]:
+        """:meth:`translate` in two halves: read ``texts`` (the text steps, the source ids)
+        and start decoding them (with :attr:`workers`, their batches are handed out now);
+        the call returned collects the translations."""
         cfg = search or DecodeConfig()
-        pipeline = self._pipeline(steps)
         first = self._tag_ids(tag)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -265,19 +278,24 @@ class Translator:
                     seg.ids = first + self._read_at_once(seg.text, f"input {i}", pipeline)
             lines.append(segments)
         todo = [seg.ids for segs in lines for seg in segs if seg.ids is not None]
-        hyps = iter(self.translate_ids(todo, cfg, terms, batch_size=batch_size))
-        decode, ctx = self.tgt_tokenizer.decode, self.ctx
-        return [
-            assemble(
-                text,
-                segs,
-                [next(hyps) if s.ids is not None else [] for s in segs],
-                pipeline,
-                ctx,
-                decode,
-            )
-            for text, segs in zip(texts, lines, strict=True)
-        ]
+        decoded = self._start_ids(todo, cfg, terms, batch_size)
+
+        def collect() -> list[Translation]:
+            hyps = iter(decoded())
+            decode, ctx = self.tgt_tokenizer.decode, self.ctx
+            return [
+                assemble(
+                    text,
+                    segs,
+                    [next(hyps) if s.ids is not None else [] for s in segs],
+                    pipeline,
+                    ctx,
+                    decode,
+                )
+                for text, segs in zip(texts, lines, strict=True)
+            ]
+
+        return collect
 
     def translate_iter(
         self,
@@ -294,15 +312,37 @@ class Translator:
 
         Lines are taken ``chunk`` at a time (sorted by length inside a chunk for batching), so
         the first translations arrive after one chunk, not after the whole input — a file can
-        be written as it goes, and a run killed halfway keeps what was done."""
+        be written as it goes, and a run killed halfway keeps what was done. With
+        :attr:`workers`, the next chunk is read (and its batches handed out) before a chunk's
+        translations are given, so that the workers never wait between chunks."""
         if chunk < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk}")
         pipeline = self._pipeline(steps)
         it = iter(texts)
-        while block := list(itertools.islice(it, chunk)):
-            yield from self.translate(
-                block, search=search, terms=terms, steps=pipeline, tag=tag, batch_size=batch_size
-            )
+        if self.workers is None:
+            while block := list(itertools.islice(it, chunk)):
+                yield from self._begin(block, search, terms, pipeline, tag, batch_size)()
+            return
+        pending: Callable[[], list[Translation]] | None = None  # the chunk being decoded
+        while True:
+            # with workers, the next chunk is read and its batches handed out before this one
+            # is collected, so that they do not wait at a chunk's end; an error in it waits
+            # until this chunk's translations are out
+            block = list(itertools.islice(it, chunk))
+            started: Callable[[], list[Translation]] | None = None
+            error: Exception | None = None
+            if block:
+                try:
+                    started = self._begin(block, search, terms, pipeline, tag, batch_size)
+                except Exception as exc:  # noqa: BLE001 (raised below, after the chunk before)
+                    error = exc
+            if pending is not None:
+                yield from pending()
+            if error is not None:
+                raise error
+            if started is None:
+                return
+            pending = started
 
     def translate_ids(
         self,
@@ -315,7 +355,18 @@ class Translator:
         """Decode source id lists (each already ending in ``<eos>``), batched by length, with
         the hard constraints and the ranking terms; hypotheses per source, in input order.
         With :attr:`workers` set and more than one batch, the batches go to them."""
-        cfg = search or DecodeConfig()
+        return self._start_ids(src, search or DecodeConfig(), terms, batch_size)()
+
+    def _start_ids(
+        self,
+        src: Sequence[list[int]],
+        cfg: DecodeConfig,
+        terms: Terms | None,
+        batch_size: int,
+    ) -> Callable[[], list[list[Hypothesis]]]:
+        """:meth:`translate_ids` in two halves: batch ``src`` and hand the batches to the
+        :attr:`workers` now (without workers, nothing is decoded yet); the call returned
+        collects the hypotheses, in input order."""
         weights = self.terms if terms is None else terms
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -327,11 +378,15 @@ class Translator:
             decoded: Iterable[list[list[Hypothesis]]] = self.workers(jobs, cfg, weights)
         else:
             decoded = (self.decode_batch(job, cfg, weights) for job in jobs)
-        results: list[list[Hypothesis]] = [[] for _ in src]
-        for group, hyps in zip(groups, decoded, strict=True):
-            for i, h in zip(group, hyps, strict=True):
-                results[i] = h
-        return results
+
+        def collect() -> list[list[Hypothesis]]:
+            results: list[list[Hypothesis]] = [[] for _ in src]
+            for group, hyps in zip(groups, decoded, strict=True):
+                for i, h in zip(group, hyps, strict=True):
+                    results[i] = h
+            return results
+
+        return collect
 
     @torch.inference_mode()
     def decode_batch(

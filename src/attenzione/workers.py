@@ -139,9 +139,13 @@ class Workers:
     def __call__(
         self, jobs: list[list[list[int]]], search: DecodeConfig, terms: Terms
     ) -> Iterator[list[list[Hypothesis]]]:
-        """Each batch's hypotheses, in order, as they come: each worker takes the next batch
-        when it is done with one."""
+        """Each batch's hypotheses, in order, as they come. The batches are handed out now
+        (each worker takes the next when it is done with one); the results are read as the
+        caller goes."""
         results = self._pool.map(_decode, jobs, itertools.repeat(search), itertools.repeat(terms))
+        return self._each(results)
+
+    def _each(self, results: Iterator[list[list[Hypothesis]]]) -> Iterator[list[list[Hypothesis]]]:
         while True:
             try:
                 yield self._result(lambda: next(results))

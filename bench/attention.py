@@ -31,7 +31,7 @@ def peak_kb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
 
-from attenzione.attention import scaled_dot_product_attention as sdpa
+from attenzione.model.attention import scaled_dot_product_attention as sdpa
 backend, s, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
 g = torch.Generator().manual_seed(0)

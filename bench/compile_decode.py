@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.precision import for_inference
+from attenzione.model.fast.precision import for_inference
+from attenzione.search.decoding import generate
 from bench.run import fixed_batch
 from bench.systems import PRESETS, Attenzione
 

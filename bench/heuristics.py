@@ -19,8 +19,8 @@ import torch
 
 from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores
-from attenzione.scoring import TERM_NAMES, Terms
-from attenzione.translator import Translator
+from attenzione.search.scoring import TERM_NAMES, Terms
+from attenzione.translator.translator import Translator
 from bench.report import write
 from bench.shipped import FLORES
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from attenzione.registry import find
 from attenzione.serve.batcher import Batcher, Decoding, Route
-from attenzione.translator import Translator
+from attenzione.translator.registry import find
+from attenzione.translator.translator import Translator
 from bench.serve import FALLBACK
 
 SENTENCES = {

@@ -4,7 +4,8 @@
 
 Translates the first ``--limit`` FLORES dev sentences (``../shared/data/dev``) with the
 translator's defaults (beam 4, ranking terms, text steps) and times each part of the loop in
-:func:`attenzione.decoding.generate`: the network (``Transformer.encode`` and ``decode``), the
+:func:`attenzione.search.decoding.generate`: the network (``Transformer.encode`` and ``decode``),
+the
 log-softmax, beam search's ranking (``BeamSearch.step``), each ranking term and constraint,
 and the cache's reorder. Each part is timed by wrapping its method with a clock for the run
 (the wrappers cost ~1 µs a call, the same for every part). Reports seconds per part, median
@@ -25,9 +26,11 @@ from typing import Any
 
 import torch
 
-from attenzione import cache, constraints, decoding, lexicon, model, terms
 from attenzione.data.corpus import read_pairs
-from attenzione.translator import Translator
+from attenzione.model import cache
+from attenzione.model import transformer as model
+from attenzione.search import constraints, decoding, lexicon, terms
+from attenzione.translator.translator import Translator
 from bench.report import write
 from bench.shipped import FLORES
 

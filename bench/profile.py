@@ -16,8 +16,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.precision import for_inference
+from attenzione.model.fast.precision import for_inference
+from attenzione.search.decoding import generate
 from bench.run import fixed_batch
 from bench.systems import PRESETS, Attenzione, dims_of
 

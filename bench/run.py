@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attenzione.precision import native_bf16
+from attenzione.model.fast.precision import native_bf16
 from bench.systems import (
     BOS,
     CT2,

@@ -42,7 +42,7 @@ import torch
 
 from attenzione.config import search_config
 from attenzione.data.sentences import split_sentences
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "en-it.train.tsv"

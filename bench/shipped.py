@@ -37,7 +37,7 @@ import torch
 from attenzione.config import search_config
 from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores, group_references
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 VARIANTS = ("plain", "packed", "int8", "bf16", "shortlist", "workers")
 FLORES = Path("../shared/data/dev/flores101-dev.eng-ita.tsv")
@@ -56,7 +56,7 @@ def load(model_dir: Path | None, variant: str) -> Translator:
         raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
     tr.use_shortlist = variant == "shortlist"
     if variant == "workers":
-        from attenzione.workers import Workers
+        from attenzione.translator.workers import Workers
 
         workers = Workers.of(tr, 2, threads=max(1, torch.get_num_threads() // 2))
         workers.wait()  # both loaded before anything is timed

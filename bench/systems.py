@@ -28,8 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attenzione.config import DecodeConfig, ModelConfig
-from attenzione.decoding import generate
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
+from attenzione.search.decoding import generate
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -154,7 +154,7 @@ class Attenzione(System):
     def inference(self, precision: str, pack: bool = True) -> Attenzione:
         """A decoding-only view of this system as the translator runs it: fp32 with packed
         linear layers (``pack=False``: plain), bf16 weights, int8."""
-        from attenzione.precision import for_inference
+        from attenzione.model.fast.precision import for_inference
 
         view = object.__new__(Attenzione)
         view.model = for_inference(self.model, precision, pack=pack)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import torch
 
 from attenzione.config import ModelConfig
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 
 PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
 V = 6

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attenzione import masks as M
-from attenzione.attention import MultiHeadAttention, scaled_dot_product_attention
+from attenzione.model import masks as M
+from attenzione.model.attention import MultiHeadAttention, scaled_dot_product_attention
 
 BACKENDS = ["math", "fused", "chunked", "auto"]
 

@@ -1,4 +1,5 @@
-"""attenzione.candidates: a text's candidates put together from its segments' hypotheses."""
+"""attenzione.translator.candidates: a text's candidates put together from its segments'
+hypotheses."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import cast
 
 import pytest
 
-from attenzione.candidates import Candidate, Translation, assemble
-from attenzione.decoding import Hypothesis
 from attenzione.pipeline import Context, Pipeline, Segment
+from attenzione.search.decoding import Hypothesis
+from attenzione.translator.candidates import Candidate, Translation, assemble
 
 WORDS = {1: "il", 2: "gatto", 3: "dorme", 4: "cane", 5: "Il"}
 RAW = Pipeline.build(())  # no text step: restore gives the decoded text back

@@ -73,11 +73,11 @@ def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
 def test_the_clis_step_names_are_the_pipelines_and_the_scorings() -> None:
     # the CLI keeps its own copy (so that --help does not import torch): it must not drift
     import attenzione.pipeline
-    import attenzione.scoring
+    import attenzione.search.scoring
     from attenzione.cli import common
 
     assert attenzione.pipeline.STEP_NAMES == common.STEP_NAMES
-    assert tuple(attenzione.scoring.TERM_NAMES) == common.TERM_NAMES
+    assert tuple(attenzione.search.scoring.TERM_NAMES) == common.TERM_NAMES
 
 
 def _commands(tmp_path: Path) -> dict[str, list[str]]:

@@ -54,7 +54,7 @@ def test_train_and_decode_configs_validate() -> None:
 
 
 def test_decode_config_is_the_search_alone() -> None:
-    # the ranking terms' weights live in attenzione.scoring.Terms, not in the search
+    # the ranking terms' weights live in attenzione.search.scoring.Terms, not in the search
     with pytest.raises(ValueError, match=r"unknown DecodeConfig field\(s\) \['word_penalty'\]"):
         DecodeConfig.from_dict({"method": "beam", "word_penalty": 8.0})
     assert search_config(1).method == "greedy"

@@ -1,4 +1,4 @@
-"""Hard constraints of decoding (attenzione.constraints): byte bans, well-formed UTF-8 and
+"""Hard constraints of decoding (attenzione.search.constraints): byte bans, well-formed UTF-8 and
 whole characters, which hold for every method — on a scripted stub and on a real tiny model."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.constraints import (
+from attenzione.search.constraints import (
     CONTINUATION,
     NEVER,
     NOT_A_BYTE,
@@ -18,7 +18,7 @@ from attenzione.constraints import (
     WholeCharacters,
     utf8_roles,
 )
-from attenzione.decoding import generate
+from attenzione.search.decoding import generate
 from decoding_stubs import (
     EOS,
     TINY_TGT_VOCAB,

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import Constraint, Term, generate
-from attenzione.model import Transformer
-from attenzione.topk import TOP_K_BLOCK, top_k
+from attenzione.model.transformer import Transformer
+from attenzione.search.decoding import Constraint, Term, generate
+from attenzione.search.topk import TOP_K_BLOCK, top_k
 from decoding_stubs import (
     BOS,
     EOS,

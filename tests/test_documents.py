@@ -27,7 +27,7 @@ from typer.testing import CliRunner, Result
 from attenzione.cli import app
 from attenzione.documents import FORMATS, Document, DocumentError, read_document
 from attenzione.documents import base as documents_base
-from attenzione.translator import PRETRAINED_DIR
+from attenzione.translator.translator import PRETRAINED_DIR
 from tiny_model import tiny_translator
 
 _TAG = re.compile(r"(<[^<>]*>)")
@@ -464,7 +464,7 @@ def italian() -> Callable[[Document], bytes]:
     Italian and with as many tags as it had."""
     import py3langid
 
-    from attenzione.translator import Translator
+    from attenzione.translator.translator import Translator
 
     tr = Translator.from_pretrained()
 

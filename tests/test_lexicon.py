@@ -11,10 +11,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attenzione import model_dir
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.lexicon import (
+from attenzione.search.decoding import generate
+from attenzione.search.lexicon import (
     Charge,
     Lexicon,
     known_starts,
@@ -23,9 +22,10 @@ from attenzione.lexicon import (
     word_list,
     words_of,
 )
-from attenzione.scoring import Terms
-from attenzione.terms import WordPenalty
-from attenzione.translator import Translator
+from attenzione.search.scoring import Terms
+from attenzione.search.terms import WordPenalty
+from attenzione.translator import model_dir
+from attenzione.translator.translator import Translator
 
 # a target vocabulary: "▁ga" starts a word; "tto", "ppo" and "tt" continue it; "▁Dvo",
 # <0xC5><0x99> ("ř") and "ák" spell the name Dvořák

@@ -1,10 +1,11 @@
-"""Inline tags placed in a translation by attention (attenzione.markup), without a model."""
+"""Inline tags placed in a translation by attention (attenzione.pipeline.markup), without a
+model."""
 
 from __future__ import annotations
 
 import torch
 
-from attenzione.markup import Tag, inline_pairs, insert_tags, place, words
+from attenzione.pipeline.markup import Tag, inline_pairs, insert_tags, place, words
 
 
 def _render(text: str, placed: list[tuple[int, Tag]]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attenzione import masks as M
+from attenzione.model import masks as M
 
 IDS = torch.tensor([[5, 6, 7, 0], [5, 0, 0, 0]])
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attenzione.config import ModelConfig
-from attenzione.model import Transformer
-from attenzione.model_dir import load_model, save_weights
+from attenzione.model.transformer import Transformer
+from attenzione.translator.model_dir import load_model, save_weights
 
 PAD = 0
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attenzione import model_dir
 from attenzione.config import ModelConfig, TrainConfig
-from attenzione.model import Transformer
-from attenzione.translator import PRETRAINED_DIR, Translator
+from attenzione.model.transformer import Transformer
+from attenzione.translator import model_dir
+from attenzione.translator.translator import PRETRAINED_DIR, Translator
 from tiny_model import tiny_translator
 
 

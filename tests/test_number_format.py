@@ -16,7 +16,7 @@ from attenzione.data.numbers import (
     restore_currency,
 )
 from attenzione.evaluation import number_fidelity
-from attenzione.translator import PRETRAINED_DIR, Translator
+from attenzione.translator.translator import PRETRAINED_DIR, Translator
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from attenzione import packing
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.model import Transformer
-from attenzione.precision import for_inference, logits_difference
+from attenzione.model.fast import packing
+from attenzione.model.fast.precision import for_inference, logits_difference
+from attenzione.model.transformer import Transformer
+from attenzione.search.decoding import generate
 from tiny_model import small_model
 
 pytestmark = pytest.mark.skipif(not packing.available(), reason="torch built without oneDNN")
@@ -94,7 +94,7 @@ def test_a_packed_model_saves_and_copies_like_the_plain_one() -> None:
 
 @pytest.mark.parametrize("tie", [True, False])
 def test_a_packed_model_saves_each_tensor_once_and_loads_back(tie: bool, tmp_path: Path) -> None:
-    from attenzione.model_dir import load_model, save_weights, unshared_state
+    from attenzione.translator.model_dir import load_model, save_weights, unshared_state
 
     ref = _model(tie)
     fast = for_inference(ref, "fp32")

@@ -15,22 +15,22 @@ from collections.abc import Sequence
 
 import pytest
 
-from attenzione import model_dir
 from attenzione.data import EOS_ID, SentencePieceTokenizer, Tokenizer, WordTokenizer
-from attenzione.markup import Tag, inline_pairs
 from attenzione.pipeline import STEPS, Context, Pipeline, Segment, marks
 from attenzione.pipeline.base import Recut
 from attenzione.pipeline.capitals import Capitals, in_capitals, sentence_case, with_names
 from attenzione.pipeline.carry import MARKUP_TAG, Carry, stretches
 from attenzione.pipeline.continuation import Continuation
 from attenzione.pipeline.inline_tags import InlineTags
+from attenzione.pipeline.markup import Tag, inline_pairs
 from attenzione.pipeline.names import FOLD_MIN_LETTERS, base_letter, fold, foldable, unfold
 from attenzione.pipeline.normalize import Normalize
 from attenzione.pipeline.number_format import NumberFormat
 from attenzione.pipeline.numbers import Numbers
 from attenzione.pipeline.split import Split, pieces
 from attenzione.pipeline.title_case import TitleCase, title_case, truecase
-from attenzione.translator import PRETRAINED_DIR
+from attenzione.translator import model_dir
+from attenzione.translator.translator import PRETRAINED_DIR
 
 SENTENCES = [
     f"the {a} {n} is {v} today"
@@ -247,7 +247,7 @@ def test_web_and_mail_addresses_are_carried_whole(ctx: Context) -> None:
 
 
 def test_split_gives_each_piece_the_tags_it_holds() -> None:
-    from attenzione.markup import Tag
+    from attenzione.pipeline.markup import Tag
     from attenzione.pipeline.split import spread
 
     parts = ["Click Save now.", "The old house."]  # 13 and 12 non-space characters

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attenzione.positional import (
+from attenzione.model.positional import (
     LearnedPositions,
     SinusoidalPositions,
     make_positions,

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.model import Transformer
-from attenzione.precision import for_inference, logits_difference, quantize_int8
+from attenzione.model.fast.precision import for_inference, logits_difference, quantize_int8
+from attenzione.model.transformer import Transformer
+from attenzione.search.decoding import generate
 from tiny_model import small_model
 
 
@@ -75,7 +75,7 @@ def test_bf16_warns_only_where_the_cpu_would_emulate_it(
 ) -> None:
     import warnings
 
-    import attenzione.precision as precision_mod
+    import attenzione.model.fast.precision as precision_mod
 
     assert isinstance(precision_mod.native_bf16(), bool)  # the real probe answers, whatever the CPU
     monkeypatch.setattr(precision_mod, "native_bf16", lambda: native)
@@ -90,7 +90,7 @@ def test_bf16_warns_only_where_the_cpu_would_emulate_it(
 def test_int8_keeps_each_projection_weight_once() -> None:
     """Self-attention keeps the fused Q/K/V weight, cross-attention only its split Q and K/V
     (it used to keep both layouts everywhere: 17.6 MB for the shipped model, now 15.8)."""
-    from attenzione.precision import _SplitCrossAttention
+    from attenzione.model.fast.precision import _SplitCrossAttention
 
     q = quantize_int8(_model(True))
     for layer in q.encoder_layers:

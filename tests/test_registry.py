@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.registry import ENV, UnknownPair, find, installed
+from attenzione.translator.registry import ENV, UnknownPair, find, installed
 from tiny_model import tiny_translator
 
 
@@ -136,7 +136,7 @@ def test_attention_and_evaluate_take_the_pair_too(own_models: Path, tmp_path: Pa
 def test_a_pair_is_read_from_info_json_in_any_case_else_from_the_directory_name(
     tmp_path: Path,
 ) -> None:
-    from attenzione.registry import DEFAULT_PAIR, pair_of
+    from attenzione.translator.registry import DEFAULT_PAIR, pair_of
 
     upper = _save(tmp_path / "mine", "IT", "En")
     assert pair_of(upper) == ("it", "en")

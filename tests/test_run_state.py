@@ -9,13 +9,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from attenzione import model_dir
 from attenzione.cli import app
 from attenzione.config import TrainConfig
 from attenzione.data.attribution import TATOEBA, corpus_attribution, run_attribution
 from attenzione.training.run_state import MetricsLog, Progress
 from attenzione.training.step import resolve_device
 from attenzione.training.trainer import train
+from attenzione.translator import model_dir
 from toy_corpus import toy_pairs, toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}

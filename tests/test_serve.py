@@ -59,7 +59,7 @@ def test_libretranslatepy(server: Server) -> None:
     assert lt.detect("Dove si trova la stazione dei treni?")[0]["language"] == "it"
     codes = {lang["code"]: lang["targets"] for lang in lt.languages()}
     # only the pairs of the installed models (attenzione serve loads them all)
-    from attenzione.registry import installed
+    from attenzione.translator.registry import installed
 
     pairs = [(m.source, m.target) for m in installed()]
     assert codes == {c: [t for s, t in pairs if s == c] for c in dict.fromkeys(sum(pairs, ()))}

@@ -23,7 +23,7 @@ import pytest
 
 from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.files import NAME, FileStore, safe_name
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 from serve_helpers import uvicorn_server
 from test_documents import TEXT_NS, add_link, make_odt, odt_paragraphs
 from tiny_model import tiny_translator

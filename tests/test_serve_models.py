@@ -13,14 +13,14 @@ import torch
 
 from attenzione.config import search_config
 from attenzione.data import WordTokenizer
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Pipeline
-from attenzione.scoring import Terms
+from attenzione.search.scoring import Terms
 from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.batcher import Decoding, Route
 from attenzione.serve.fields import ApiError
 from attenzione.serve.files import FileStore
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 from serve_helpers import post, running_server
 from tiny_model import PAROLE, WORDS, tiny_config
 

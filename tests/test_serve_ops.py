@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from attenzione.serve import Batcher, Languages, Service, Settings, create_app
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 from serve_helpers import Server, post, running_server
 
 

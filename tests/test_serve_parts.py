@@ -21,7 +21,7 @@ from attenzione.serve.alignment import word_alignment
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull
 from attenzione.serve.limits import KeyRing, RateLimiter
 from attenzione.serve.text import assemble, plan_html, plan_text
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 
 @pytest.fixture(scope="module")

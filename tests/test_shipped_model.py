@@ -18,9 +18,9 @@ import pytest
 from attenzione.config import search_config
 from attenzione.data.tokenizers import is_byte_piece
 from attenzione.evaluation import number_fidelity
-from attenzione.markup import inline_pairs
 from attenzione.pipeline.carry import MARKUP_TAG
-from attenzione.translator import PRETRAINED_DIR, Translation, Translator
+from attenzione.pipeline.markup import inline_pairs
+from attenzione.translator.translator import PRETRAINED_DIR, Translation, Translator
 
 pytestmark = pytest.mark.skipif(
     not (PRETRAINED_DIR / "model.safetensors").is_file(), reason="no shipped model in this checkout"

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from attenzione import model_dir
 from attenzione.config import DecodeConfig
-from attenzione.decoding import generate
-from attenzione.model import Transformer
-from attenzione.precision import for_inference
-from attenzione.shortlist import Counts, Shortlist, build, output_layer
-from attenzione.translator import Translator
+from attenzione.model.fast.precision import for_inference
+from attenzione.model.transformer import Transformer
+from attenzione.search.decoding import generate
+from attenzione.search.shortlist import Counts, Shortlist, build, output_layer
+from attenzione.translator import model_dir
+from attenzione.translator.translator import Translator
 from tiny_model import small_model, tiny_translator
 
 V = 90

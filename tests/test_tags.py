@@ -12,9 +12,9 @@ from attenzione.cli import app
 from attenzione.config import DecodeConfig
 from attenzione.data import SentencePieceTokenizer, load_tokenizer
 from attenzione.data.mixing import CorpusSpec, split_tag, tagged
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.training.trainer import train
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 from tiny_model import tiny_config
 from toy_corpus import toy_pairs, toy_train_config, write_toy_corpus
 

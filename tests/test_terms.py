@@ -1,4 +1,4 @@
-"""Ranking terms of beam search (attenzione.terms): symbol coverage, attention coverage and
+"""Ranking terms of beam search (attenzione.search.terms): symbol coverage, attention coverage and
 the word check change how hypotheses are ranked, never their log-prob, and greedy decoding
 and sampling ignore them — on scripted stubs."""
 
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import Term, generate
-from attenzione.lexicon import Lexicon, piece_table
-from attenzione.terms import AttentionCoverage, SymbolCoverage, WordPenalty
+from attenzione.search.decoding import Term, generate
+from attenzione.search.lexicon import Lexicon, piece_table
+from attenzione.search.terms import AttentionCoverage, SymbolCoverage, WordPenalty
 from decoding_stubs import EOS, PAD, A, Attending, B, C, ScriptedModel, V, src
 
 

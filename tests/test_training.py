@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from attenzione.cli import app
 from attenzione.config import search_config
-from attenzione.model_dir import find_model_dir, load_model, write_model_dir
 from attenzione.training.schedule import inverse_sqrt_lr
 from attenzione.training.trainer import train
-from attenzione.translator import Translator
+from attenzione.translator.model_dir import find_model_dir, load_model, write_model_dir
+from attenzione.translator.translator import Translator
 from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
@@ -431,7 +431,7 @@ def test_glove50_preset_trains_from_a_glove_file_and_reports_coverage(
 def test_snapshots_are_kept_and_averaged_into_a_model(corpus: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
-    from attenzione.averaging import average_weights, snapshot_steps
+    from attenzione.training.averaging import average_weights, snapshot_steps
 
     out = tmp_path / "run"
     train(_cfg(corpus, out, max_steps=40, eval_every=10, keep_snapshots=3), **QUIET)

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.config import DecodeConfig, search_config
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
-from attenzione.markup import inline_pairs
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Pipeline
 from attenzione.pipeline.carry import MARKUP_TAG
-from attenzione.scoring import Terms
-from attenzione.translator import Candidate, Translation, Translator
+from attenzione.pipeline.markup import inline_pairs
+from attenzione.search.scoring import Terms
+from attenzione.translator.translator import Candidate, Translation, Translator
 from tiny_model import tiny_config
 
 SENTENCES = [

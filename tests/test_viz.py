@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.config import ModelConfig, search_config
 from attenzione.data import SentencePieceTokenizer, WordTokenizer
-from attenzione.explain import collect_attention, explain_head, explanation_data
-from attenzione.model import Transformer
-from attenzione.translator import Translator
+from attenzione.model.transformer import Transformer
+from attenzione.translator.explain import collect_attention, explain_head, explanation_data
+from attenzione.translator.translator import Translator
 from attenzione.viz import KINDS, AttentionMaps, display_tokens, plot_attention, save_heatmaps
 from attenzione.viz.html import render_html, save_html
 from serve_helpers import chrome
@@ -300,7 +300,7 @@ def test_viewer_in_headless_chromium(maps: AttentionMaps, tmp_path: Path) -> Non
 def test_explain_head_works_at_every_precision(precision: str) -> None:
     """The maps carry plain tensors (q/k/v, W^O dequantized), so the int8 model — whose
     out_proj has no float weight — is explained like the fp32 one, and matches itself."""
-    from attenzione.precision import for_inference
+    from attenzione.model.fast.precision import for_inference
 
     base = _translator()
     fast = Translator(
@@ -321,7 +321,7 @@ def test_maps_are_plain_data_and_masks_are_the_models(
     translator: Translator, maps: AttentionMaps
 ) -> None:
     """No live model inside; the masks drawn are the ones the model applied (masks.py's)."""
-    from attenzione import masks as M
+    from attenzione.model import masks as M
 
     assert not any(isinstance(v, torch.nn.Module) for v in vars(maps).values())
     src = torch.tensor([translator.encode_source("the red cat is here today")])

@@ -11,12 +11,11 @@ import torch
 from torch import nn
 from typer.testing import CliRunner
 
-from attenzione import model_dir
 from attenzione.cli import app
 from attenzione.config import ModelConfig, TrainConfig, search_config
 from attenzione.data import SentencePieceTokenizer
 from attenzione.data.tokenizers import WORD_START, is_byte_piece
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.training.dev_eval import dev_loss
 from attenzione.training.trainer import Trainer, train
 from attenzione.training.warm_start import (
@@ -25,7 +24,8 @@ from attenzione.training.warm_start import (
     layer_plan,
     transfer_embeddings,
 )
-from attenzione.translator import Translator
+from attenzione.translator import model_dir
+from attenzione.translator.translator import Translator
 from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = dict(log=lambda *_: None)

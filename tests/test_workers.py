@@ -1,4 +1,4 @@
-"""attenzione.workers: decoding a translator's batches in other processes."""
+"""attenzione.translator.workers: decoding a translator's batches in other processes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.cli.translate import worker_count
 from attenzione.config import search_config
-from attenzione.translator import Translator
-from attenzione.workers import Workers
+from attenzione.translator.translator import Translator
+from attenzione.translator.workers import Workers
 from tiny_model import WORDS, tiny_translator
 
 # 12 texts of 2–6 words: batches of 4 make three batches of different lengths

@@ -6,8 +6,8 @@ import torch
 
 from attenzione.config import ModelConfig
 from attenzione.data import WordTokenizer
-from attenzione.model import Transformer
-from attenzione.translator import Translator
+from attenzione.model.transformer import Transformer
+from attenzione.translator.translator import Translator
 
 WORDS = ["the", "cat", "dog", "is", "here", "there", "red", "old", "."]
 PAROLE = ["il", "gatto", "cane", "è", "qui", "lì", "rosso", "vecchio", "."]

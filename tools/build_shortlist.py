@@ -7,7 +7,7 @@ Reads every ``--data`` corpus (English<TAB>Italian lines; ``--reverse`` reads th
 way round, for an it→en model), drops the pairs whose source is in an ``--exclude`` file (dev
 and test sets: a shortlist counted on them would flatter their scores), splits both sides
 with the model's own tokenizers, counts which target pieces go with which source pieces
-(:mod:`attenzione.shortlist`), and writes ``MODEL_DIR/shortlist.safetensors``. info.json gets
+(:mod:`attenzione.search.shortlist`), and writes ``MODEL_DIR/shortlist.safetensors``. info.json gets
 a ``shortlist`` entry saying how it was made. Counting needs ~2.3 GB of memory at a
 24k × 24k vocabulary and some minutes for a million pairs.
 """
@@ -21,9 +21,10 @@ from pathlib import Path
 
 import torch
 
-from attenzione import atomic, model_dir
+from attenzione import atomic
 from attenzione.data.corpus import read_pairs
-from attenzione.shortlist import Counts, build
+from attenzione.search.shortlist import Counts, build
+from attenzione.translator import model_dir
 
 CHUNK = 20_000
 

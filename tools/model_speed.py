@@ -17,7 +17,7 @@ import torch
 
 from attenzione.config import search_config
 from attenzione.data import read_pairs
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 SENTENCE = "Where is the train station?"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import attenzione.pipeline.names as names_step
 from attenzione.pipeline import Pipeline
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 NAMES = """Gdańsk Kraków Łódź Wrocław Poznań Erdoğan Dvořák Škoda Zürich München Málaga Córdoba
 Bogotá Medellín Juárez Nürnberg Düsseldorf Göteborg Malmö Århus Tromsø Reykjavík Plzeň Čapek

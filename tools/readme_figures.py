@@ -28,8 +28,8 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from attenzione.explain import explanation_data
-    from attenzione.translator import Translator
+    from attenzione.translator.explain import explanation_data
+    from attenzione.translator.translator import Translator
     from attenzione.viz import plot_attention, save_html
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 import sacrebleu
 
 from attenzione.data import read_pairs
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 Change = Callable[[str, str], tuple[str, str]]
 _TOM = re.compile(r"\bTom\b")

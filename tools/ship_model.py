@@ -27,11 +27,11 @@ from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
 from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
-from attenzione.lexicon import translated_words, word_list
 from attenzione.pipeline import STEP_NAMES
-from attenzione.registry import PRETRAINED_ROOT
-from attenzione.scoring import Terms
-from attenzione.translator import Translator
+from attenzione.search.lexicon import translated_words, word_list
+from attenzione.search.scoring import Terms
+from attenzione.translator.registry import PRETRAINED_ROOT
+from attenzione.translator.translator import Translator
 
 # The pipeline the shipped model is measured with and recorded in its info.json (the one a
 # Translator then uses by default): every text step, the ranking terms at their defaults
@@ -225,7 +225,7 @@ def main() -> None:
     # one string, as the trainer writes it: one paragraph per corpus
     credits = [ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path]
     tr.info["attribution"] = "\n".join(dict.fromkeys(credits))  # two parts of one source: once
-    # the package keeps one directory per pair (attenzione.registry)
+    # the package keeps one directory per pair (attenzione.translator.registry)
     pair = f"{tr.info.get('source_language', 'en')}-{tr.info.get('target_language', 'it')}"
     destination = PRETRAINED_ROOT / pair
     tr.save_pretrained(destination, dtype=torch.float16)

@@ -21,7 +21,7 @@ from contextlib import nullcontext
 import torch
 
 from attenzione.config import ModelConfig
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.training.loss import label_smoothed_loss, reference_loss
 from attenzione.training.presets import get_preset
 

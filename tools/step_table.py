@@ -23,11 +23,11 @@ from pathlib import Path
 
 from attenzione.config import DecodeConfig, search_config
 from attenzione.data import read_pairs
-from attenzione.decoding import Hypothesis
 from attenzione.evaluation import copy_fidelity, corpus_scores
 from attenzione.pipeline import Pipeline
-from attenzione.scoring import TERM_NAMES, Terms
-from attenzione.translator import Translator
+from attenzione.search.decoding import Hypothesis
+from attenzione.search.scoring import TERM_NAMES, Terms
+from attenzione.translator.translator import Translator
 
 
 def configurations(

@@ -161,7 +161,7 @@ class ModelConfig(_JsonMixin):
 # has not written: chosen on the dev sets (docs/broad-training.md)
 NUMBER_COVERAGE = 0.5
 # The same, per comma, semicolon, colon or bracket of the source the translation has not
-# written (attenzione.scoring.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
+# written (attenzione.search.scoring.CARRIED_MARKS): chosen on the dev sets (docs/broad-training.md)
 PUNCTUATION_COVERAGE = 0.5
 # How much beam search's ranking score weighs a finished translation's attention coverage (GNMT's
 # coverage penalty: Σ over source tokens of log min(attention received, 1), ≤ 0), which ranks
@@ -169,7 +169,7 @@ PUNCTUATION_COVERAGE = 0.5
 # dev sets (docs/broad-training.md)
 ATTENTION_COVERAGE = 0.02
 # How much lower beam search ranks a hypothesis (in total log-prob) for each word it writes that
-# is neither among the model's known words nor in the source (attenzione.lexicon): chosen on
+# is neither among the model's known words nor in the source (attenzione.search.lexicon): chosen on
 # the dev sets (docs/broad-training.md)
 WORD_PENALTY = 8.0
 
@@ -178,7 +178,7 @@ WORD_PENALTY = 8.0
 class DecodeConfig(_JsonMixin):
     """How to search for a target sentence: the method and its settings. What beam search
     ranks besides the log-prob (coverage, the word check) are ranking terms with their own
-    weights (:class:`attenzione.scoring.Terms`).
+    weights (:class:`attenzione.search.scoring.Terms`).
 
     ``max_len_a * src_len + max_len_b`` caps the number of generated tokens (fairseq's
     convention), never more than the model's ``max_len``.

@@ -8,7 +8,7 @@ import traceback
 import torch
 
 from attenzione.config import search_config
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 dev = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 tr = Translator.from_pretrained(pack=False)

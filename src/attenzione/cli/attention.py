@@ -74,14 +74,14 @@ def attention(
         check_argument_text([sentence] + ([reference] if reference is not None else []))
         check_output_dir(out, "--out")
         directory = model_path(model, source, target)
-        from attenzione.translator import Translator
+        from attenzione.translator.translator import Translator
         from attenzione.viz import save_heatmaps, save_html
 
         translator = Translator.from_pretrained(directory)
         maps = translator.attention(sentence, reference, beam=beam)
         explained = None
         if explain:
-            from attenzione.explain import explain_head, explanation_data
+            from attenzione.translator.explain import explain_head, explanation_data
 
             ex_layer = layer if layer is not None else maps.layers(kind) - 1
             ex_head = head if head is not None else 0

@@ -53,7 +53,7 @@ def average(
         fail(f"--blend-weight must be between 0 and 1, got {blend_weight}")
     check_output_dir(out, "--out")
     with user_errors():
-        from attenzione.averaging import average_run
+        from attenzione.training.averaging import average_run
 
         info = average_run(
             run, out, last=last, steps=chosen, blend_with=blend_with, blend_weight=blend_weight

@@ -139,7 +139,7 @@ def _step_names() -> list[str]:
     return [*STEP_NAMES, *TERM_NAMES]
 
 
-# kept here (and checked against attenzione.pipeline / attenzione.scoring by a test) so that
+# kept here (and checked against attenzione.pipeline / attenzione.search.scoring by a test) so that
 # --help does not import torch
 STEP_NAMES = (
     "normalize", "carry", "capitals", "title-case", "split", "continuation", "number-format",
@@ -165,7 +165,7 @@ def check_steps(no_step: list[str] | None, raw: bool) -> list[str]:
 def pipeline_of(translator: Any, no_step: list[str], raw: bool) -> tuple[Any, Any]:
     """The (pipeline, ranking terms) ``--no-step`` and ``--raw`` ask of a loaded translator."""
     from attenzione.pipeline import Pipeline
-    from attenzione.scoring import Terms
+    from attenzione.search.scoring import Terms
 
     if raw:
         return Pipeline.build(()), Terms.none()
@@ -310,8 +310,8 @@ def to_option() -> Any:
 def model_path(model: Path | None, source: str | None, target: str | None) -> Path:
     """The model directory a command uses: ``--model`` as given (checked against ``--from``
     / ``--to`` when they are given too), else the installed model of the pair
-    (:func:`attenzione.registry.find`: English→Italian when neither is given)."""
-    from attenzione.registry import find, pair_of
+    (:func:`attenzione.translator.registry.find`: English→Italian when neither is given)."""
+    from attenzione.translator.registry import find, pair_of
 
     if model is None:
         return find(source, target).path

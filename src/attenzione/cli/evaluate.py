@@ -81,7 +81,7 @@ def evaluate(
         from attenzione.config import search_config
         from attenzione.data import load_corpus
         from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
-        from attenzione.translator import Translator
+        from attenzione.translator.translator import Translator
 
         names = check_steps(no_step, raw)
         check_number_flags(number_format, names, raw)

@@ -1,4 +1,5 @@
-"""``attenzione models``: the models installed, by language pair (:mod:`attenzione.registry`)."""
+"""``attenzione models``: the models installed, by language pair
+(:mod:`attenzione.translator.registry`)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def models(
     ~/models/fr-en), and are taken before a shipped model of the same pair. Pick one with
     `attenzione translate --from it --to en`.
     """
-    from attenzione.registry import installed
+    from attenzione.translator.registry import installed
 
     with user_errors():
         found = installed()

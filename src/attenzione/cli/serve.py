@@ -256,12 +256,12 @@ def serve(
         check_number_flags(number_format, names, raw)
         import torch
 
-        from attenzione.registry import installed, pair_of
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
         from attenzione.serve.batcher import Route
         from attenzione.serve.files import FileStore
         from attenzione.serve.limits import KeyRing
-        from attenzione.translator import Translator
+        from attenzione.translator.registry import installed, pair_of
+        from attenzione.translator.translator import Translator
 
         keys = KeyRing.from_file(api_keys) if api_keys is not None else None
         if threads:

@@ -1,5 +1,5 @@
 """``attenzione translate``: English in, Italian out with the shipped model by default;
-``--from it --to en`` (or any installed pair, :mod:`attenzione.registry`) the other way.
+``--from it --to en`` (or any installed pair, :mod:`attenzione.translator.registry`) the other way.
 
 Everything the user can get wrong is checked before the model is loaded: option ranges (where
 they are parsed), the input's encoding (file and line named), and whether the output can be
@@ -48,8 +48,8 @@ from attenzione.cli.common import (
 
 if TYPE_CHECKING:
     from attenzione.documents import Document
-    from attenzione.translator import Translation
-    from attenzione.workers import Workers
+    from attenzione.translator.translator import Translation
+    from attenzione.translator.workers import Workers
 
 SAMPLING_OPTIONS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 
@@ -132,7 +132,7 @@ def translate(
             check_writable(output, "--output")
         directory = model_path(model, source, target)
         from attenzione.config import search_config
-        from attenzione.translator import Translator
+        from attenzione.translator.translator import Translator
 
         search = search_config(
             beam,
@@ -186,15 +186,17 @@ def translate(
 
 
 def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: int) -> int:
-    """How many processes decode ``texts`` texts (:mod:`attenzione.workers`; 1: this one).
+    """How many processes decode ``texts`` texts (:mod:`attenzione.translator.workers`; 1: this
+    one).
 
     Workers need two batches at once to share, and a text streams in chunks of
-    :data:`~attenzione.translator.STREAM_CHUNK` lines, batched chunk by chunk: with fewer than
+    :data:`~attenzione.translator.translator.STREAM_CHUNK` lines, batched chunk by chunk: with
+    fewer than
     two batches a chunk, or one text's n-best list, there is nothing to share, whatever was
     ``asked``. Otherwise ``asked`` (0: two when there are two ``cores`` or more and at least a
     whole chunk of four batches or more; FLORES dev's 997 lines went 1.1× faster so, and five
     batches in all gained nothing: docs/benchmarks.md)."""
-    from attenzione.translator import STREAM_CHUNK
+    from attenzione.translator.translator import STREAM_CHUNK
 
     per_chunk = -(-min(texts, STREAM_CHUNK) // batch_size)
     if n_best > 1 or per_chunk < 2:
@@ -220,7 +222,7 @@ def _workers(directory: Path, n: int, precision: str, shortlist: bool) -> Iterat
     if n < 2:
         yield None
         return
-    from attenzione.workers import Workers, WorkerStopped
+    from attenzione.translator.workers import Workers, WorkerStopped
 
     threads = max(1, _cores() // n)
     with Workers(directory, n, threads=threads, precision=precision, shortlist=shortlist) as pool:

@@ -10,7 +10,7 @@ Two phases, so that the caller (the CLI, the HTTP service) owns the translating:
 a .txt, per cue in a .srt, per run of a block's text between two breaks in the others), with
 the paragraph's inline formatting — bold, italic, underline, links, styled spans — as tags
 (``The <b id="1">red</b> house``) that the translator places around the right words
-(:mod:`attenzione.markup`). Reading them back, each tag's formatting is copied from the run
+(:mod:`attenzione.pipeline.markup`). Reading them back, each tag's formatting is copied from the run
 it came from (:mod:`attenzione.documents.tags`). Paragraphs with nothing to translate (no
 letter) are left out and stay as they are, and so does everything that is not text: styles,
 images, tables, headers, scripts, attributes, subtitle timings.

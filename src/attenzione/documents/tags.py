@@ -2,7 +2,7 @@
 
 The translator already carries inline tags through a sentence: "The <b>red</b> house" is
 translated whole and the pair put back around the words that translate "red" (the
-``inline-tags`` step, :mod:`attenzione.markup`). Every format of this package reduces a
+``inline-tags`` step, :mod:`attenzione.pipeline.markup`). Every format of this package reduces a
 paragraph to *leaves* — pieces of text, each with the chain of formatting wrappers around it
 (a link, a bold run, a ``<span>``), outermost first, named by small integer keys — and this
 module turns them into that tagged string and back:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
-from attenzione.markup import Tag, nonspace, piece_texts
+from attenzione.pipeline.markup import Tag, nonspace, piece_texts
 
 
 @dataclass

@@ -16,7 +16,8 @@ tag is empty and whose closing tag is the carried text, so the sentence is trans
 and the point lands after the translation of that word, placed by attention.
 
 When the ``inline-tags`` step is on, a pair of inline tags around some words of a stretch
-(``Click <b>Save</b> now``: :func:`attenzione.markup.inline_pairs`) does not cut it: the pair
+(``Click <b>Save</b> now``: :func:`attenzione.pipeline.markup.inline_pairs`) does not cut it: the
+pair
 is taken out of the text the model reads and kept in the segment's notes, and ``inline-tags``
 places it in the translation by attention; this step writes the tags back in the end (they
 stand in the translation as private-use marks while the steps between read it). A pair around
@@ -30,9 +31,9 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from attenzione.markup import Tag, inline_pairs, insert_tags, nonspace
 from attenzione.pipeline import marks
 from attenzione.pipeline.base import Context, Segment, Step
+from attenzione.pipeline.markup import Tag, inline_pairs, insert_tags, nonspace
 
 # A markup tag (<b>, </b>, <br/>, <a href="…">): carried where it stands, the text around it
 # translated. The service's format=html reads the tags it parses the same way.
@@ -227,7 +228,7 @@ def _mark_points(items: list[tuple[str, str]]) -> None:
 
 def unmarked(text: str, tags: Sequence[Tag]) -> str:
     """``text`` with each tag's mark replaced by the tag (a mark lost on the way: its tag goes
-    where the same tag stood in the source, by :func:`attenzione.markup.insert_tags`)."""
+    where the same tag stood in the source, by :func:`attenzione.pipeline.markup.insert_tags`)."""
     if all(text.count(marks.mark(k)) == 1 for k in range(len(tags))):
         return "".join(tags[marks.index(c)].text if marks.is_mark(c) else c for c in text)
     plain = "".join(c for c in text if not marks.is_mark(c))

@@ -5,7 +5,7 @@ pieces, which keeps each tag where it stood but spoils the sentence: a piece has
 agreement, no word order of its own. With this step the ``carry`` step leaves inline pairs in
 their stretch (taken out of the text the model reads), the stretch is translated whole, and
 each pair is put around the words of the translation that attend to the words it enclosed
-(:func:`attenzione.markup.place`, on the cross-attention of one decoder layer). Off, every
+(:func:`attenzione.pipeline.markup.place`, on the cross-attention of one decoder layer). Off, every
 tag cuts the text where it stands.
 
 The placement counts characters, so a stretch whose text the other steps changed in length
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attenzione.markup import insert, nonspace
 from attenzione.pipeline import marks
 from attenzione.pipeline.base import Context, Recut, Segment, Step
+from attenzione.pipeline.markup import insert, nonspace
 
 NAME = "inline-tags"
 

@@ -19,8 +19,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from attenzione.lexicon import holds
 from attenzione.pipeline.base import Context, Segment, Step
+from attenzione.search.lexicon import holds
 
 NAME = "names"
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attenzione.data.sentences import split_sentences
-from attenzione.markup import Tag, nonspace
 from attenzione.pipeline.base import Context, Segment, Step
+from attenzione.pipeline.markup import Tag, nonspace
 
 NAME = "split"
 

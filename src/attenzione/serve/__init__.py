@@ -5,7 +5,7 @@ Layout: :mod:`.fields` reads any request shape, :mod:`.service` checks and answe
 sentences and puts translations back, :mod:`.alignment` shapes attention, :mod:`.language`
 detects languages, :mod:`.limits` holds keys and rate limits, :mod:`.spec` the OpenAPI
 document, :mod:`.page` the page and docs, :mod:`.app` the routes. Only :mod:`.batcher`
-calls the :class:`~attenzione.translator.Translator`; nothing here touches the model.
+calls the :class:`~attenzione.translator.translator.Translator`; nothing here touches the model.
 """
 
 from attenzione.serve.app import create_app

@@ -18,7 +18,8 @@ job is to make batches as large as the waiting requests allow:
   clients split into two waves that alternate, each half the size, and a batch of 16 decodes
   about a third slower per sentence than one of 32. A lone client never waits (the load it
   last saw is its own one sentence), so its latency is the direct call's plus HTTP;
-* the :class:`~attenzione.translator.Translator` sorts a batch by length, decodes it, and each
+* the :class:`~attenzione.translator.translator.Translator` sorts a batch by length, decodes it,
+  and each
   sentence's future is resolved — the HTTP layer awaits those futures without blocking.
 
 The queue is bounded in sentences: a request that does not fit raises :class:`QueueFull`
@@ -42,8 +43,8 @@ from attenzione.config import search_config
 
 if TYPE_CHECKING:
     from attenzione.pipeline import Pipeline
-    from attenzione.scoring import Terms
-    from attenzione.translator import Candidate, Translator
+    from attenzione.search.scoring import Terms
+    from attenzione.translator.translator import Candidate, Translator
     from attenzione.viz.maps import AttentionMaps
 
 

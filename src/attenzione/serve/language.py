@@ -1,7 +1,7 @@
 """Which pairs the loaded models translate, and which language a text is in.
 
 A model directory knows its pair from ``info.json`` (``source_language`` /
-``target_language``, ISO 639-1 codes; :mod:`attenzione.registry`). ``/languages`` lists
+``target_language``, ISO 639-1 codes; :mod:`attenzione.translator.registry`). ``/languages`` lists
 exactly the loaded pairs, each source with its targets — never a language no model can
 translate.
 

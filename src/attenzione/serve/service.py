@@ -1,6 +1,6 @@
 """What each endpoint does, apart from HTTP: checks, the worker, and the answers' shapes.
 
-:class:`Service` owns the one :class:`~attenzione.translator.Translator` (through the
+:class:`Service` owns the one :class:`~attenzione.translator.translator.Translator` (through the
 :class:`~attenzione.serve.batcher.Batcher`, the only code that calls it), the language
 identifier, the keys and the limits. Its methods take the fields :mod:`.fields` read and
 return JSON-able values, raising :class:`~attenzione.serve.fields.ApiError` for anything

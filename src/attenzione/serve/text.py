@@ -8,10 +8,11 @@ For ``format=html`` (what Mastodon sends) the markup is kept as it was and only 
 between tags is translated, each text node on its own; the contents of ``script``, ``style``,
 ``code``, ``pre`` and ``textarea``, and of any element marked ``translate="no"`` or
 ``class="notranslate"``, are left untouched. Inline elements (``<b>``, ``<a href>``,
-``<span>``: any but HTML's block and void ones, :data:`attenzione.markup.CUTTING`, and those
+``<span>``: any but HTML's block and void ones, :data:`attenzione.pipeline.markup.CUTTING`, and
+those
 left untouched) do not cut the text: the text nodes between block tags are joined back with
 their inline tags, cut into sentences, and each sentence reaches the translator with its tags,
-which it translates whole and places by attention (:mod:`attenzione.markup`): "Hello
+which it translates whole and places by attention (:mod:`attenzione.pipeline.markup`): "Hello
 <b>world</b>!" is one sentence. Its translation is escaped again except for those tags. Text
 holding a "<" (written ``&lt;``) keeps the old way, each text node on its own, so that no text
 is ever taken for a tag. A link whose text spells its address (a URL, an @mention, a #hashtag,
@@ -27,9 +28,9 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from attenzione.data.sentences import split_sentences
-from attenzione.markup import CUTTING
 from attenzione.pipeline import marks
 from attenzione.pipeline.carry import MARKUP_TAG
+from attenzione.pipeline.markup import CUTTING
 
 _RAW = {"script", "style", "code", "pre", "textarea"}
 _VOID = {

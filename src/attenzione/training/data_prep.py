@@ -15,7 +15,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attenzione import model_dir
 from attenzione.config import TrainConfig
 from attenzione.data import (
     SentencePieceTokenizer,
@@ -33,6 +32,7 @@ from attenzione.data.cleaning import CleaningConfig, clean_corpus, sentence_key
 from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers, split_tag, tagged
 from attenzione.data.numbers import number_format_of
 from attenzione.training.presets import Preset
+from attenzione.translator import model_dir
 
 Pairs = list[tuple[str, str]]
 

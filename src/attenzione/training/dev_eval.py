@@ -6,7 +6,7 @@ tokens or left out (and counted), never scored on a target cut short — a cut t
 ``<eos>`` where the sentence really ends and would teach the number something false.
 
 BLEU and chrF are sacreBLEU's on greedy translations of the head of each dev set, through
-:class:`~attenzione.translator.Translator` (input policy included), without the repair of
+:class:`~attenzione.translator.translator.Translator` (input policy included), without the repair of
 garbled numbers, so the figures show what the model itself learned.
 """
 
@@ -21,10 +21,10 @@ from attenzione.config import DecodeConfig
 from attenzione.data import collate
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.evaluation import corpus_scores, number_fidelity
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.training.loss import label_smoothed_loss
 from attenzione.training.step import autocast
-from attenzione.translator import Translator
+from attenzione.translator.translator import Translator
 
 Pairs = list[tuple[str, str]]
 DEV_BATCH = 64

@@ -2,7 +2,8 @@
 
 A run directory (``--out``) holds ``data/`` and the tokenizers (written once by
 :mod:`attenzione.training.data_prep`), ``last/`` and ``best/`` (model directories written by
-:func:`attenzione.model_dir.write_model_dir`; ``last/`` also carries ``training_state.pt`` and
+:func:`attenzione.translator.model_dir.write_model_dir`; ``last/`` also carries
+``training_state.pt`` and
 ``train_config.json``, inside the same atomic swap), and ``metrics.jsonl``.
 
 Resuming must perform exactly the updates an uninterrupted run would, and must not repeat

@@ -15,11 +15,11 @@ from typing import Any
 
 import torch.distributed as dist
 
-from attenzione import model_dir
 from attenzione.config import ModelConfig, TrainConfig
-from attenzione.model import Transformer
+from attenzione.model.transformer import Transformer
 from attenzione.training.data_prep import PreparedData
 from attenzione.training.presets import Preset
+from attenzione.translator import model_dir
 
 # What --resume takes from the command line; every other field is the run's own.
 RESUME_MAY_CHANGE = frozenset(

@@ -3,9 +3,10 @@
 Each optimizer step is :func:`~attenzione.training.step.train_step`. Every ``eval_every``
 steps rank 0 measures dev loss and dev BLEU (greedy) and writes ``best/`` when BLEU improves;
 ``last/`` is written at every evaluation, every ``save_every_minutes`` and at the end,
-atomically (:mod:`attenzione.model_dir`); with ``keep_snapshots`` K, the weights of each of
+atomically (:mod:`attenzione.translator.model_dir`); with ``keep_snapshots`` K, the weights of each
+of
 those saves are kept too, the last K of them, for checkpoint averaging
-(:mod:`attenzione.averaging`).
+(:mod:`attenzione.training.averaging`).
 
 Resuming restores the model, the optimizer moments, the step, the RNG states and the position
 in the epoch's batch order (batches are a pure function of seed and epoch), so an interrupted
@@ -35,13 +36,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from attenzione import atomic, model_dir
+from attenzione import atomic
 from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec, split_tag
-from attenzione.lexicon import translated_words, word_list
-from attenzione.precision import bf16_warning
+from attenzione.model.fast.precision import bf16_warning
+from attenzione.search.lexicon import translated_words, word_list
 from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.dev_eval import dev_loss, dev_scores
 from attenzione.training.presets import get_preset
@@ -62,7 +63,8 @@ from attenzione.training.step import (
     train_step,
 )
 from attenzione.training.warm_start import check_init_dir, warm_start
-from attenzione.translator import Translator
+from attenzione.translator import model_dir
+from attenzione.translator.translator import Translator
 
 LOG_EVERY = 50  # steps between train-loss records
 INIT_NAME = "init.json"  # in the run directory: what a warm-started run started from
@@ -246,13 +248,13 @@ class Trainer:
     @cached_property
     def target_words(self) -> list[str]:
         """The words of the training targets: the model directory's known words (the word
-        check of beam search, :mod:`attenzione.lexicon`)."""
+        check of beam search, :mod:`attenzione.search.lexicon`)."""
         return word_list(tgt for _, tgt in self.data.train)
 
     @cached_property
     def translated_words(self) -> list[str]:
         """The source words the training pairs always translate: not free for beam
-        search's word check to copy (:func:`attenzione.lexicon.translated_words`)."""
+        search's word check to copy (:func:`attenzione.search.lexicon.translated_words`)."""
         return translated_words([(split_tag(s)[1], t) for s, t in self.data.train])
 
     def save(self, name: str, *, with_state: bool) -> None:

@@ -61,12 +61,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attenzione import model_dir
-from attenzione.attention import MultiHeadAttention
 from attenzione.config import ModelConfig
 from attenzione.data.tokenizers import SPECIALS, WORD_START, Tokenizer, is_byte_piece
-from attenzione.layers import DecoderLayer, EncoderLayer, FeedForward
-from attenzione.model import Transformer
+from attenzione.model.attention import MultiHeadAttention
+from attenzione.model.layers import DecoderLayer, EncoderLayer, FeedForward
+from attenzione.model.transformer import Transformer
+from attenzione.translator import model_dir
 
 # ModelConfig fields that must agree for the body's weights to mean the same thing
 BODY_FIELDS = (

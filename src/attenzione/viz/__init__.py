@@ -2,7 +2,7 @@
 
 From Python::
 
-    from attenzione.translator import Translator
+    from attenzione.translator.translator import Translator
     from attenzione.viz import plot_attention, save_heatmaps, save_html
 
     maps = Translator.from_pretrained().attention("The cat is sleeping on the sofa.")

@@ -68,7 +68,8 @@ def _safe_json(obj: Any) -> str:
 
 
 def render_html(maps: AttentionMaps, *, explain: dict[str, Any] | None = None) -> str:
-    """The page as a string. ``explain`` (from :func:`attenzione.explain.explanation_data`)
+    """The page as a string. ``explain`` (from
+    :func:`attenzione.translator.explain.explanation_data`)
     adds the step-by-step panel for one head, every query token of it."""
     data = maps.to_dict()
     if explain is not None:

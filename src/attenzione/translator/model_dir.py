@@ -1,6 +1,7 @@
 """Everything about a model directory: what it holds, how it is written, how it is read.
 
-A model directory is what :class:`~attenzione.translator.Translator` loads and what training
+A model directory is what :class:`~attenzione.translator.translator.Translator` loads and what
+training
 writes as ``last/`` and ``best/``::
 
     config.json          the ModelConfig (JSON)
@@ -9,10 +10,10 @@ writes as ``last/`` and ``best/``::
     tgt_tokenizer/       tokenizes exactly as training did
     info.json            facts for people: preset, step, scores, data attribution
     tgt_words.txt        optional: the words of the training targets, one per line, sorted
-                         (beam search's known words, see attenzione.lexicon)
+                         (beam search's known words, see attenzione.search.lexicon)
     src_translated.txt   optional: the source words the training pairs always translate (never
                          in a target), one per line, sorted (not free to copy; see
-                         attenzione.lexicon)
+                         attenzione.search.lexicon)
     train_config.json    only in a run's checkpoints: the TrainConfig, for ``--resume``
     training_state.pt    only in ``last/``: optimizer, progress, RNG states (tensors and
                          plain data, loaded with ``weights_only=True``)
@@ -41,10 +42,10 @@ from torch import Tensor, nn
 from attenzione import atomic
 from attenzione.config import ModelConfig
 from attenzione.data.tokenizers import Tokenizer, load_tokenizer
-from attenzione.lexicon import words_of
-from attenzione.model import Transformer
-from attenzione.registry import DEFAULT_PAIR, PRETRAINED_ROOT
-from attenzione.shortlist import Shortlist
+from attenzione.model.transformer import Transformer
+from attenzione.search.lexicon import words_of
+from attenzione.search.shortlist import Shortlist
+from attenzione.translator.registry import DEFAULT_PAIR, PRETRAINED_ROOT
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -56,7 +57,7 @@ TRANSLATED_NAME = "src_translated.txt"
 SHORTLIST_NAME = "shortlist.safetensors"
 SRC_TOKENIZER = "src_tokenizer"
 TGT_TOKENIZER = "tgt_tokenizer"
-# the shipped model of the default pair (attenzione.registry finds the others)
+# the shipped model of the default pair (attenzione.translator.registry finds the others)
 PRETRAINED_DIR = PRETRAINED_ROOT / "-".join(DEFAULT_PAIR)
 
 # The files a directory needs to be usable: for translation, and for resuming a run.
@@ -382,7 +383,7 @@ def find_model_dir(directory: str | Path, *, resumable: bool = False) -> Path | 
 
 # ---------------------------------------------------------------------------- snapshots
 # A run's snapshots are bare weight files, RUN/snapshots/step-N.safetensors, one per save of
-# last/ (attenzione.averaging averages them); the config and tokenizers are last/'s.
+# last/ (attenzione.training.averaging averages them); the config and tokenizers are last/'s.
 SNAPSHOTS = "snapshots"
 _SNAPSHOT = re.compile(r"^step-(\d+)\.safetensors$")
 

@@ -9,7 +9,7 @@ or, with ``norm="pre"``, as most modern code does::
     x = x + Dropout(sublayer(LayerNorm(x)))
 
 Pre-norm trains more stably without warm-up tricks; post-norm matches the paper. The stacks
-in :mod:`attenzione.model` add a final LayerNorm in the pre-norm case.
+in :mod:`attenzione.model.transformer` add a final LayerNorm in the pre-norm case.
 
 Dropout sits where the paper puts it: on each sub-layer's output (and, in the model, on the
 embeddings + positions). The FFN's inner activation has none by default (``FeedForward``'s
@@ -17,7 +17,8 @@ embeddings + positions). The FFN's inner activation has none by default (``FeedF
 gain.
 
 Attention weights, when requested, are returned upward — never stored on ``self`` — as an
-:class:`~attenzione.attention.AttentionRecord` holding the weights, the q/k/v they came from and
+:class:`~attenzione.model.attention.AttentionRecord` holding the weights, the q/k/v they came from
+and
 the mask that was applied. The layers call the projections explicitly (rather than through
 ``MultiHeadAttention.forward``) precisely so these tensors are at hand to return.
 """
@@ -27,9 +28,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attenzione.attention import AttentionRecord, MultiHeadAttention
-from attenzione.cache import KVCache
 from attenzione.config import ModelConfig
+from attenzione.model.attention import AttentionRecord, MultiHeadAttention
+from attenzione.model.cache import KVCache
 
 
 class FeedForward(nn.Module):

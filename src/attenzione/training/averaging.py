@@ -6,7 +6,8 @@ keeps overshooting, and their mean lies closer to it. It costs nothing at traini
 gives a model that is usually a little better than any one of them.
 
 A run keeps the weights of its periodic checkpoints in ``RUN/snapshots/`` (``attenzione train
---keep-snapshots K`` keeps the last K; :func:`attenzione.model_dir.save_snapshot` writes them);
+--keep-snapshots K`` keeps the last K; :func:`attenzione.translator.model_dir.save_snapshot` writes
+them);
 :func:`average_run` averages the last few into a model directory that translates like any
 other.
 """
@@ -19,8 +20,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attenzione import model_dir
-from attenzione.model_dir import SNAPSHOTS, snapshot_path, snapshot_steps
+from attenzione.translator import model_dir
+from attenzione.translator.model_dir import SNAPSHOTS, snapshot_path, snapshot_steps
 
 
 def average_weights(

@@ -3,7 +3,7 @@ first, and how they are put together from the text's segments (:func:`assemble`)
 
 The text pipeline cuts a text into segments (:mod:`attenzione.pipeline`); the model translates
 each segment it reads, and beam search gives each of them its hypotheses
-(:mod:`attenzione.decoding`). A text read in one segment gets one candidate per hypothesis
+(:mod:`attenzione.search.decoding`). A text read in one segment gets one candidate per hypothesis
 (an n-best list); a text cut into several gets one, each segment's best joined, since the
 segments' second-best translations do not combine into a second-best whole.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attenzione.decoding import Hypothesis
 from attenzione.pipeline import Context, Pipeline, Segment
+from attenzione.search.decoding import Hypothesis
 
 __all__ = ["Candidate", "Translation", "assemble"]
 
@@ -31,7 +31,8 @@ class Candidate:
     segments' ids one after the other). ``pieces``: how many segments the model translated
     (> 1 when the text was split, or carried pictographs or tags stood between its parts; 0
     when nothing was translated). ``read``: the text the model read when it translated one
-    segment ("" otherwise), e.g. for :meth:`attenzione.translator.Translator.attention`."""
+    segment ("" otherwise), e.g. for
+    :meth:`attenzione.translator.translator.Translator.attention`."""
 
     text: str
     score: float = 0.0

@@ -1,6 +1,7 @@
 """Ranking terms of beam search: what a translation should carry over from its source.
 
-Each is a :class:`attenzione.decoding.Term` passed to :func:`attenzione.decoding.generate` in a
+Each is a :class:`attenzione.search.decoding.Term` passed to
+:func:`attenzione.search.decoding.generate` in a
 list. They change how beam search *ranks* hypotheses, never the model's ``log_prob``: the
 model proposes, the terms only choose among its proposals. Greedy decoding and sampling
 ignore them. What each is worth on today's model is in ``docs/pipeline.md``.
@@ -17,7 +18,7 @@ ignore them. What each is worth on today's model is in ``docs/pipeline.md``.
   ranks down a translation that left part of its source unattended, a dropped clause.
 * :class:`WordPenalty`: a hypothesis that writes a word neither known to the model's
   training targets nor in its source ("Alanta" for "Atlanta") is charged while searching
-  (:mod:`attenzione.lexicon`).
+  (:mod:`attenzione.search.lexicon`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attenzione.decoding import Charge, Term
-from attenzione.lexicon import Lexicon, WordCheck
+from attenzione.search.decoding import Charge, Term
+from attenzione.search.lexicon import Lexicon, WordCheck
 
 # the least attention a source token counts as having had, in the attention coverage (log 0
 # would be -inf)
@@ -146,7 +147,7 @@ class AttentionCoverage(Term):
 
 
 class WordPenalty(Term):
-    """The word check (:class:`attenzione.lexicon.WordCheck`): ``lexicon.penalty`` in total
+    """The word check (:class:`attenzione.search.lexicon.WordCheck`): ``lexicon.penalty`` in total
     log-prob per word written that is neither known nor in its source. ``width``: how many of
     a row's likeliest tokens are checked each step (beam search's 2K)."""
 

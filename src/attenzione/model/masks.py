@@ -21,7 +21,7 @@ The model itself mostly uses the cheaper key-only masks (:func:`padding_mask`, o
 alone with right-padded targets): a padded *query* row produces an output that no loss and no
 real token ever reads, so masking it changes nothing real. The full masks are what the viewer
 and the tests use to show and check the exact definitions. A row in which every key is
-masked yields zeros in :mod:`attenzione.attention`, never NaN.
+masked yields zeros in :mod:`attenzione.model.attention`, never NaN.
 """
 
 from __future__ import annotations

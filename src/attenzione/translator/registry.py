@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PRETRAINED_ROOT = Path(__file__).resolve().parent / "pretrained"
+PRETRAINED_ROOT = Path(__file__).resolve().parents[1] / "pretrained"
 #: The environment variable naming folders of one's own model directories.
 ENV = "ATTENZIONE_MODELS"
 #: The pair a call that names none translates.

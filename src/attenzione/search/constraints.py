@@ -1,7 +1,7 @@
 """Hard constraints of decoding: tokens a row may not write, whatever the model thinks.
 
-Each is a :class:`attenzione.decoding.Constraint` passed to
-:func:`attenzione.decoding.generate` in a list; they hold for every method (greedy, sampling,
+Each is a :class:`attenzione.search.decoding.Constraint` passed to
+:func:`attenzione.search.decoding.generate` in a list; they hold for every method (greedy, sampling,
 beam search). All three exist because of byte fallback: a SentencePiece vocabulary spells a
 character it lacks as its UTF-8 bytes (``£`` = ``<0xC2><0xA3>``), and a model that writes
 bytes can write nonsense with them.
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
-from attenzione.decoding import Constraint
+from attenzione.search.decoding import Constraint
 
 
 class Never(Constraint):

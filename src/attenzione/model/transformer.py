@@ -4,20 +4,21 @@
     target ids ─ embed + positions ─ M × DecoderLayer (self, cross) ─┴─ linear ─ logits (B,T,V)
 
 ``encode`` and ``decode`` are separate so that translation runs the encoder once per source
-batch and the decoder once per new token, on a :class:`~attenzione.cache.KVCache`.
+batch and the decoder once per new token, on a :class:`~attenzione.model.cache.KVCache`.
 ``forward`` is the teacher-forced pass used in training. Attention maps come back in the output
 objects when ``need_weights=True`` (then the reference "math" kernel runs), each as an
-:class:`~attenzione.attention.AttentionRecord` (weights, the q/k/v they came from, the mask);
+:class:`~attenzione.model.attention.AttentionRecord` (weights, the q/k/v they came from, the mask);
 by default the fused kernel runs and no weights are kept. The outputs also carry the masks the
 model applied, so a viewer draws what the model used instead of rebuilding it.
 
-No file I/O here: reading and writing model directories is :mod:`attenzione.model_dir`'s job.
+No file I/O here: reading and writing model directories is :mod:`attenzione.translator.model_dir`'s
+job.
 
-Masks (built once per batch, in :mod:`attenzione.masks`): the encoder and cross-attention use
+Masks (built once per batch, in :mod:`attenzione.model.masks`): the encoder and cross-attention use
 the source key-padding mask (B,1,1,S); decoder self-attention uses causality alone, which is
 exact for right-padded targets (a real target token never attends to a padded one, because
 padding only ever comes after it). With ``need_weights=True`` the full masks of
-:mod:`attenzione.masks` (padded queries too) are used instead, so a padded query's row is
+:mod:`attenzione.model.masks` (padded queries too) are used instead, so a padded query's row is
 drawn as empty rather than as noise.
 """
 
@@ -28,13 +29,13 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from attenzione import masks as M
-from attenzione.attention import AttentionRecord
-from attenzione.cache import KVCache, LayerCache
 from attenzione.config import ModelConfig
-from attenzione.embeddings import TokenEmbedding
-from attenzione.layers import DecoderLayer, EncoderLayer
-from attenzione.positional import make_positions
+from attenzione.model import masks as M
+from attenzione.model.attention import AttentionRecord
+from attenzione.model.cache import KVCache, LayerCache
+from attenzione.model.embeddings import TokenEmbedding
+from attenzione.model.layers import DecoderLayer, EncoderLayer
+from attenzione.model.positional import make_positions
 
 
 def _weights(records: list[AttentionRecord]) -> list[Tensor]:
@@ -62,7 +63,8 @@ class EncoderOutput:
 class DecoderOutput:
     """logits (B,T,V); the cache (if any); per layer self and cross records (on request);
     the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding;
-    with a cache whose rows come in groups, one row a sentence: see :mod:`attenzione.cache`)."""
+    with a cache whose rows come in groups, one row a sentence: see
+    :mod:`attenzione.model.cache`)."""
 
     logits: Tensor
     cache: KVCache | None = None

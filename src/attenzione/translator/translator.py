@@ -8,12 +8,12 @@ One call does the work, :meth:`Translator.translate`::
 
     texts ─▶ the text pipeline prepares each line (attenzione.pipeline) ─▶ segments
           ─▶ source ids, batched by length ─▶ generate(): search + hard constraints +
-             ranking terms (attenzione.decoding, attenzione.scoring) ─▶ hypotheses
+             ranking terms (attenzione.search.decoding, attenzione.search.scoring) ─▶ hypotheses
           ─▶ the pipeline restores each segment's translation ─▶ one Translation per text
 
 What it does besides the model is explicit and switchable: ``steps`` picks the text steps
 (:class:`attenzione.pipeline.Pipeline`; ``()`` for the model alone) and ``terms`` the weights
-of beam search's ranking terms (:class:`attenzione.scoring.Terms`). A model directory's
+of beam search's ranking terms (:class:`attenzione.search.scoring.Terms`). A model directory's
 ``info.json`` records the pipeline it was measured with, which is the default.
 """
 
@@ -27,26 +27,27 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from attenzione import model_dir
-from attenzione.candidates import Candidate, Translation, assemble
 from attenzione.config import DecodeConfig, search_config
 from attenzione.data.corpus import normalize, without_controls
 from attenzione.data.numbers import NUMBER_FORMATS
 from attenzione.data.tokenizers import Tokenizer
-from attenzione.decoding import Hypothesis, generate
-from attenzione.markup import Tag, place
-from attenzione.model import Transformer
-from attenzione.model_dir import PRETRAINED_DIR
+from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Context, Pipeline, Segment
-from attenzione.scoring import TERM_NAMES, Scoring, Terms
-from attenzione.shortlist import Shortlist, output_layer
+from attenzione.pipeline.markup import Tag, place
+from attenzione.search.decoding import Hypothesis, generate
+from attenzione.search.scoring import TERM_NAMES, Scoring, Terms
+from attenzione.search.shortlist import Shortlist, output_layer
+from attenzione.translator import model_dir
+from attenzione.translator.candidates import Candidate, Translation, assemble
+from attenzione.translator.model_dir import PRETRAINED_DIR
 
 if TYPE_CHECKING:
     from attenzione.viz.maps import AttentionMaps
 
 __all__ = ["PRETRAINED_DIR", "BatchRunner", "Candidate", "Translation", "Translator"]
 
-# Decodes batches of source ids elsewhere (attenzione.workers): (batches, search, terms) →
+# Decodes batches of source ids elsewhere (attenzione.translator.workers): (batches, search, terms)
+# →
 # each batch's hypotheses, in order, as Translator.decode_batch gives them.
 BatchRunner = Callable[
     [list[list[list[int]]], DecodeConfig, Terms], Iterable[list[list[Hypothesis]]]
@@ -56,7 +57,7 @@ BatchRunner = Callable[
 # (little padding), yielded in input order as each chunk finishes (output streams).
 STREAM_CHUNK = 512
 
-# The decoder layer whose cross-attention places inline tags (attenzione.markup; negative
+# The decoder layer whose cross-attention places inline tags (attenzione.pipeline.markup; negative
 # counts from the last), and whether a target piece is read at the step that feeds it back
 # (True) or at the one that predicts it.
 ALIGN_LAYER = 0
@@ -66,7 +67,8 @@ ALIGN_SHIFT = True
 class Translator:
     """A trained model with its tokenizers. Build one with :meth:`from_pretrained`.
 
-    ``known_words`` / ``translated_words``: the word check's lists (:mod:`attenzione.lexicon`;
+    ``known_words`` / ``translated_words``: the word check's lists
+    (:mod:`attenzione.search.lexicon`;
     None: no check, every source word free to copy)."""
 
     def __init__(
@@ -82,7 +84,7 @@ class Translator:
         shortlist: Shortlist | None = None,
     ) -> None:
         self.model = model.eval()
-        # the vocabulary shortlist (attenzione.shortlist): used while use_shortlist is True
+        # the vocabulary shortlist (attenzione.search.shortlist): used while use_shortlist is True
         if shortlist is not None:
             cfg = model.config
             shortlist.check(cfg.src_vocab_size, cfg.tgt_vocab_size)
@@ -124,7 +126,7 @@ class Translator:
             self.terms = Terms(**weights)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"info.json: a bad pipeline: {exc}") from None
-        # the decoder layer whose cross-attention places inline tags (attenzione.markup)
+        # the decoder layer whose cross-attention places inline tags (attenzione.pipeline.markup)
         self.alignment_layer = ALIGN_LAYER % model.config.n_dec_layers
         # corpus tags (attenzione.data.mixing): the source vocabulary's, and the one a
         # translation asks for unless told otherwise (None: none)
@@ -133,7 +135,8 @@ class Translator:
         if default is not None and default not in self.tags:
             raise ValueError(f"info.json: default_tag {default!r} is not one of the model's tags")
         self.default_tag: str | None = default
-        # other processes to decode batches in (attenzione.workers.Workers; None: this one)
+        # other processes to decode batches in (attenzione.translator.workers.Workers; None: this
+        # one)
         self.workers: BatchRunner | None = None
         # where and how the model was loaded (from_pretrained; what workers load again)
         self.directory: Path | None = None
@@ -180,11 +183,12 @@ class Translator:
         """Load a model directory; ``None`` loads the English→Italian model shipped inside.
 
         ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
-        approximate; see :mod:`attenzione.precision`); ``pack=False`` keeps fp32's linear layers
-        unpacked (:mod:`attenzione.packing`). Every way the directory can be damaged
+        approximate; see :mod:`attenzione.model.fast.precision`); ``pack=False`` keeps fp32's
+        linear layers
+        unpacked (:mod:`attenzione.model.fast.packing`). Every way the directory can be damaged
         is a ``ValueError``/``FileNotFoundError`` naming the file.
         """
-        from attenzione.precision import PRECISIONS, for_inference
+        from attenzione.model.fast.precision import PRECISIONS, for_inference
 
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
@@ -462,9 +466,9 @@ class Translator:
     def _place_tags(self, segment: Segment, tokens: Sequence[int]) -> list[tuple[int, Tag]]:
         """Where ``segment``'s inline tags go in its translation ``tokens``: by the
         cross-attention of :attr:`alignment_layer`, each target piece read as it is fed back
-        (:func:`attenzione.markup.place`)."""
+        (:func:`attenzione.pipeline.markup.place`)."""
         assert segment.ids is not None
-        from attenzione.explain import cross_attention
+        from attenzione.translator.explain import cross_attention
 
         att = cross_attention(self.model, segment.ids, tokens, self.alignment_layer)  # (T+2,S)
         # row j + 1 is the step that reads target piece j (ALIGN_SHIFT; row j predicts it)
@@ -501,7 +505,7 @@ class Translator:
         source: no second search, no re-tokenization. ``tag``: as in :meth:`translate` (the
         tag's token is the first source token of the maps).
         """
-        from attenzione.explain import replay
+        from attenzione.translator.explain import replay
 
         src = without_controls(src)
         if not src.strip():

@@ -2,7 +2,7 @@
 
 :func:`collect_attention` runs one teacher-forced pass with ``need_weights=True`` (which takes
 the reference ``math`` kernel). The model returns, per attention layer, an
-:class:`~attenzione.attention.AttentionRecord`: the weights, the query, key and value vectors
+:class:`~attenzione.model.attention.AttentionRecord`: the weights, the query, key and value vectors
 they came from, and the mask that was applied — nothing is recomputed or read off by patching
 the model. The maps keep those tensors and each layer's W^O (dequantized for an int8 model),
 and no live model: they are plain data, so :func:`explain_head` works the same for every
@@ -25,10 +25,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attenzione.attention import AttentionRecord
 from attenzione.data.tokenizers import Tokenizer
-from attenzione.model import Transformer
-from attenzione.precision import plain_weight
+from attenzione.model.attention import AttentionRecord
+from attenzione.model.fast.precision import plain_weight
+from attenzione.model.transformer import Transformer
 from attenzione.viz.maps import AttentionMaps, display_tokens
 
 
@@ -145,7 +145,7 @@ def cross_attention(
     """Decoder layer ``layer``'s cross-attention, its heads averaged, for one sentence pair
     teacher-forced: (T+2, S) for T ``tgt_ids`` (no ``<bos>``/``<eos>``) fed between ``<bos>``
     and ``<eos>``, row 0 the step fed ``<bos>``. What tag placement aligns by
-    (:func:`attenzione.markup.place`)."""
+    (:func:`attenzione.pipeline.markup.place`)."""
     cfg = model.config
     device = next(model.parameters()).device
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=device)

@@ -18,7 +18,7 @@ and in matrix form ``Attention(Q, K, V) = softmax(QKᵀ / √d_k) V``. Three bac
     and a running denominator keep the softmax exact ("online softmax"), so the full Tq×Tk
     score matrix never exists; peak memory grows linearly in the key length.
 
-Masks follow :mod:`attenzione.masks`: bool, True = may attend, broadcastable to (B,H,Tq,Tk).
+Masks follow :mod:`attenzione.model.masks`: bool, True = may attend, broadcastable to (B,H,Tq,Tk).
 A query row with no allowed key has an undefined softmax (0/0); every backend returns zeros
 for it — output and weights — and keeps gradients finite, instead of the NaN a naive −inf fill
 produces.

@@ -23,9 +23,9 @@ Only the choice differs, and it lives in a small strategy object (as OpenNMT's
 What a caller adds to the search comes in two kinds, each a list of small objects with one
 interface, as Hugging Face's logits processors are (the loop has no per-feature branches):
 
-* **hard constraints** (:class:`Constraint`, e.g. :mod:`attenzione.constraints`: byte bans,
+* **hard constraints** (:class:`Constraint`, e.g. :mod:`attenzione.search.constraints`: byte bans,
   well-formed UTF-8, whole characters) mask tokens out of every method's choice;
-* **ranking terms** (:class:`Term`, e.g. :mod:`attenzione.terms`: number, punctuation and
+* **ranking terms** (:class:`Term`, e.g. :mod:`attenzione.search.terms`: number, punctuation and
   attention coverage, the word check) change how beam search *ranks* its hypotheses, never
   their ``log_prob``. A term can charge continuations while searching (:meth:`Term.charge`)
   and charge a finished hypothesis (:meth:`Term.at_end`); a hypothesis a term says still
@@ -52,11 +52,11 @@ import torch
 from torch import Tensor
 
 from attenzione.config import DecodeConfig
-from attenzione.topk import top_k
+from attenzione.search.topk import top_k
 
 
 class DecodingModel(Protocol):
-    """What the loop needs of a model (:class:`~attenzione.model.Transformer` has it).
+    """What the loop needs of a model (:class:`~attenzione.model.transformer.Transformer` has it).
 
     ``config`` needs ``pad_id``, ``bos_id``, ``eos_id``, ``max_len`` and ``tgt_vocab_size``
     (and ``n_dec_layers`` for a term that reads attention); ``encode`` returns an object with
@@ -433,8 +433,8 @@ def generate(
     """Decode a (B,S) source batch with ``cfg`` (default: beam 4). Eval mode is the caller's.
 
     ``vocab`` (a shortlist's sorted target ids) with ``output`` (the output layer scoring just
-    those, :func:`attenzione.shortlist.output_layer`): the model's logits are computed for
-    these pieces only, and every other piece counts as −inf (:mod:`attenzione.shortlist`).
+    those, :func:`attenzione.search.shortlist.output_layer`): the model's logits are computed for
+    these pieces only, and every other piece counts as −inf (:mod:`attenzione.search.shortlist`).
 
     ``constraints``: hard masks every method obeys (:class:`Constraint`); ``terms``: ranking
     terms of beam search (:class:`Term`; greedy decoding and sampling ignore them), applied

@@ -5,7 +5,7 @@ pieces ("Click", "Save", "to keep your changes."), which keeps each tag where it
 spoils the sentence: a piece has no verb, no agreement, no word order of its own. Here the
 sentence is translated whole, without its tags, and each pair of tags is put back around the
 words of the translation that attend to the words it enclosed (the attention of the decoder
-layer :attr:`attenzione.translator.Translator.alignment_layer`, read the way alignment
+layer :attr:`attenzione.translator.translator.Translator.alignment_layer`, read the way alignment
 toolkits read it; see :func:`place`):
 
 * a pair (``<b>`` … ``</b>``) is placed around the target words whose likeliest source word

@@ -8,8 +8,9 @@ process cannot do that, since the Python of one holds the interpreter that the o
 between its operators (docs/benchmarks.md, issue 41).
 
 :class:`Workers` starts its processes (spawned: each loads the model directory afresh) and
-decodes a :class:`~attenzione.translator.Translator`'s batches in them, set as its
-:attr:`~attenzione.translator.Translator.workers`. The translator makes the same batches as
+decodes a :class:`~attenzione.translator.translator.Translator`'s batches in them, set as its
+:attr:`~attenzione.translator.translator.Translator.workers`. The translator makes the same batches
+as
 without them, and each is decoded the same way (:meth:`Translator.decode_batch`); only the
 thread count differs. On the CPU measured that did not change a single translation of FLORES
 dev (the packed kernels split a product's rows between threads, not its sums); another CPU's
@@ -33,9 +34,9 @@ from typing import Any
 import torch
 
 from attenzione.config import DecodeConfig
-from attenzione.decoding import Hypothesis
-from attenzione.scoring import Terms
-from attenzione.translator import Translator
+from attenzione.search.decoding import Hypothesis
+from attenzione.search.scoring import Terms
+from attenzione.translator.translator import Translator
 
 # in a worker process: the translator it decodes with, or why it could not load one
 _translator: Translator | None = None

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attenzione.topk import top_k
+from attenzione.search.topk import top_k
 
 WORD = re.compile(r"[^\W\d_]+")
 WORD_MARK = "\u2581"  # SentencePiece's "a word starts here"
@@ -187,7 +187,7 @@ FURTHER = 256
 
 class WordCheck:
     """The word each beam row is writing, and what each next token costs (used by
-    :func:`attenzione.decoding.generate`).
+    :func:`attenzione.search.decoding.generate`).
 
     A row's candidates among its ``width`` likeliest tokens are checked one by one: one that
     makes its word impossible is charged as it is chosen. When every one of them pays, the

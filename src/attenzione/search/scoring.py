@@ -1,7 +1,8 @@
 """What beam search is given for a batch: hard constraints and ranking terms, built from a
 model's vocabularies.
 
-:mod:`attenzione.constraints` and :mod:`attenzione.terms` hold the mechanisms, which know
+:mod:`attenzione.search.constraints` and :mod:`attenzione.search.terms` hold the mechanisms, which
+know
 nothing of tokenizers; this module turns one model's vocabularies into the tables they read
 (which target pieces are bytes, which write a digit or a comma, what each piece spells) once,
 and builds the constraints and terms of each batch from its source ids. The translator asks
@@ -27,11 +28,17 @@ from attenzione.config import (
     WORD_PENALTY,
     DecodeConfig,
 )
-from attenzione.constraints import ByteBan, Never, WellFormedUTF8, WholeCharacters, utf8_roles
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
-from attenzione.decoding import Constraint, Term
-from attenzione.lexicon import Lexicon, known_starts, piece_table, words_of
-from attenzione.terms import AttentionCoverage, SymbolCoverage, WordPenalty
+from attenzione.search.constraints import (
+    ByteBan,
+    Never,
+    WellFormedUTF8,
+    WholeCharacters,
+    utf8_roles,
+)
+from attenzione.search.decoding import Constraint, Term
+from attenzione.search.lexicon import Lexicon, known_starts, piece_table, words_of
+from attenzione.search.terms import AttentionCoverage, SymbolCoverage, WordPenalty
 
 DIGITS = "0123456789"
 # The punctuation beam search asks a translation to carry over from its source (as many of
@@ -108,7 +115,7 @@ class Scoring:
     """One model's vocabularies read for decoding: builds each batch's constraints and terms.
 
     ``config``: the model's (vocabulary sizes, special ids, decoder layers); ``known_words``
-    (sorted) and ``not_free``: the word check's lists (:mod:`attenzione.lexicon`; None: no
+    (sorted) and ``not_free``: the word check's lists (:mod:`attenzione.search.lexicon`; None: no
     word check)."""
 
     def __init__(

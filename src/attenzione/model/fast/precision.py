@@ -1,7 +1,8 @@
 """Inference precisions: fp32 (the reference), bf16 weights, int8 dynamic quantization.
 
 * ``"fp32"`` — the model's own numbers. On a CPU with oneDNN its large linear layers are
-  packed once into the layout the matrix multiply reads (:mod:`attenzione.packing`): the same
+  packed once into the layout the matrix multiply reads (:mod:`attenzione.model.fast.packing`): the
+  same
   products summed in another order; at the shipped shape greedy decoding ran 1.65× as fast
   in batches of 64 and 1.40× for one sentence (``python -m bench --preset shipped --only
   decode``); ``pack=False`` keeps the plain layers (the reference the tests compare with).
@@ -32,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attenzione import packing
-from attenzione.attention import MultiHeadAttention
-from attenzione.model import Transformer
+from attenzione.model.attention import MultiHeadAttention
+from attenzione.model.fast import packing
+from attenzione.model.transformer import Transformer
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
 

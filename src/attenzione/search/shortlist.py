@@ -27,7 +27,8 @@ Where the model's choice is outside the list, the translation changes: BLEU meas
 (docs/benchmarks.md, "The vocabulary shortlist").
 
 The model directory keeps it in one file (its name is
-:data:`attenzione.model_dir.SHORTLIST_NAME`; read and written by :mod:`attenzione.model_dir`):
+:data:`attenzione.translator.model_dir.SHORTLIST_NAME`; read and written by
+:mod:`attenzione.translator.model_dir`):
 ``frequent`` (F,) and ``table`` (V_src, K), int32, −1 = none.
 """
 
@@ -42,8 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attenzione import packing
-from attenzione.precision import plain_weight
+from attenzione.model.fast import packing
+from attenzione.model.fast.precision import plain_weight
 
 
 @dataclass
@@ -155,9 +156,11 @@ def build(
 
 
 def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
-    """The output layer of ``model`` (a :class:`~attenzione.model.Transformer`) restricted to
+    """The output layer of ``model`` (a :class:`~attenzione.model.transformer.Transformer`)
+    restricted to
     the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at those
-    ids. Made once per batch; packed where the full layer is (:mod:`attenzione.packing`)."""
+    ids. Made once per batch; packed where the full layer is
+    (:mod:`attenzione.model.fast.packing`)."""
     gen = model.generator
     bias = getattr(gen, "bias", None)
     bias = bias() if callable(bias) else bias  # an int8 layer gives its bias by a call

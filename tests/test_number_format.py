@@ -9,12 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from attenzione.cli import app
-from attenzione.data.numbers import (
-    label_carried,
-    localize_numbers,
-    number_format_of,
-    restore_currency,
-)
+from attenzione.data.currency import restore_currency
+from attenzione.data.numbers import label_carried, localize_numbers, number_format_of
 from attenzione.evaluation import number_fidelity
 from attenzione.translator.translator import PRETRAINED_DIR, Translator
 

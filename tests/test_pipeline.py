@@ -18,17 +18,18 @@ import pytest
 from attenzione.data import EOS_ID, SentencePieceTokenizer, Tokenizer, WordTokenizer
 from attenzione.pipeline import STEPS, Context, Pipeline, Segment, marks
 from attenzione.pipeline.base import Recut
-from attenzione.pipeline.capitals import Capitals, in_capitals, sentence_case, with_names
+from attenzione.pipeline.capitals import Capitals, sentence_case, with_names
 from attenzione.pipeline.carry import MARKUP_TAG, Carry, stretches
 from attenzione.pipeline.continuation import Continuation
 from attenzione.pipeline.inline_tags import InlineTags
 from attenzione.pipeline.markup import Tag, inline_pairs
-from attenzione.pipeline.names import FOLD_MIN_LETTERS, base_letter, fold, foldable, unfold
+from attenzione.pipeline.names import fold, unfold
 from attenzione.pipeline.normalize import Normalize
 from attenzione.pipeline.number_format import NumberFormat
 from attenzione.pipeline.numbers import Numbers
 from attenzione.pipeline.split import Split, pieces
 from attenzione.pipeline.title_case import TitleCase, title_case, truecase
+from attenzione.pipeline.words import FOLD_MIN_LETTERS, base_letter, foldable, in_capitals
 from attenzione.translator import model_dir
 from attenzione.translator.translator import PRETRAINED_DIR
 
@@ -91,7 +92,7 @@ def echo_aligner(segment: Segment, tokens: Sequence[int]) -> list[tuple[int, Tag
     text = segment.text
     offsets = [i for i, c in enumerate(text) if not c.isspace()]
     placed = []
-    for t in segment.notes["carry"]["tags"]:
+    for t in segment.tags:
         if not t.opens and 0 < t.at <= len(offsets):
             at = offsets[t.at - 1] + 1
         elif t.at < len(offsets):
@@ -296,18 +297,19 @@ def test_carry_cuts_a_line_around_tags_that_are_not_inline_pairs(ctx: Context) -
     ]  # fmt: skip
 
 
-def test_an_inline_pair_is_kept_in_the_notes_and_one_around_the_stretch_carried_around_it(
+def test_an_inline_pair_is_kept_in_the_segment_and_one_around_the_stretch_carried_around_it(
     ctx: Context,
 ) -> None:
     inline, br = stretches('see <a href="x.html">the cat</a>.<br/>', ctx)
     assert (inline.glue, inline.text, inline.readable) == ("", "see the cat.", True)
     assert inline.tags == (Tag('<a href="x.html">', 3, 0, True), Tag("</a>", 9, 0, False))
     assert (br.text, br.readable, br.tags) == ("<br/>", False, ())
-    # the step keeps them in the segment's notes, with the length they were counted on
-    seg, carried = Carry().prepare([Segment('see <a href="x.html">the cat</a>.<br/>')], ctx)
+    # the step keeps them in the segment, with the length they were counted on
+    line = 'see <a href="x.html">the cat</a>.<br/>'
+    seg, carried = Carry().prepare([Segment(line, keep_inline=True)], ctx)
     assert seg.text == "see the cat." and seg.translate
-    assert seg.notes["carry"] == {"tags": inline.tags, "length": 10}
-    assert (carried.text, carried.translate, carried.notes) == ("<br/>", False, {})
+    assert (seg.tags, seg.tags_length) == (inline.tags, 10)
+    assert (carried.text, carried.translate, carried.tags) == ("<br/>", False, ())
     # a pair around the whole stretch is carried around it; a pair around no text cuts
     assert _cut("<p><b>the cat</b></p> <i></i>now", ctx) == [
         ("", "<p>", False),
@@ -345,9 +347,9 @@ def test_carry_writes_the_inline_tags_back_from_their_marks_or_where_they_stood(
     ctx: Context,
 ) -> None:
     step = Carry()
-    (seg,) = step.prepare([Segment("the <b>cat</b> is <i>here</i>")], ctx)
+    (seg,) = step.prepare([Segment("the <b>cat</b> is <i>here</i>", keep_inline=True)], ctx)
     assert seg.text == "the cat is here"
-    tags = seg.notes["carry"]["tags"]  # the k-th tag stands as marks.mark(k)
+    tags = seg.tags  # the k-th tag stands as marks.mark(k)
     assert [t.text for t in tags] == ["<b>", "</b>", "<i>", "</i>"]
     m = [marks.mark(k) for k in range(4)]
     out = step.restore(seg, f"{m[2]}qui{m[3]} è il {m[0]}gatto{m[1]}", ctx, [])
@@ -393,7 +395,7 @@ def test_capitals_step_reads_a_line_in_sentence_case_and_writes_it_back_in_capit
 ) -> None:
     pipeline = Pipeline.build(["carry", "capitals"])
     segments = pipeline.prepare("THE CAT 🍕 IS HERE", ctx)
-    assert [(s.text, "capitals" in s.notes) for s in segments] == [
+    assert [(s.text, s.capitals) for s in segments] == [
         ("The cat", True),
         ("🍕", False),
         ("is here", True),
@@ -401,13 +403,13 @@ def test_capitals_step_reads_a_line_in_sentence_case_and_writes_it_back_in_capit
     assert pipeline.restore(segments[0], "il gatto è qui", ctx, []) == "IL GATTO È QUI"
     assert pipeline.restore(segments[1], "x", ctx, []) == "🍕"
     # judged on the text, not on the tags around it; a code is not capitals
-    assert [(s.text, "capitals" in s.notes) for s in pipeline.prepare("<p>THE CAT</p>", ctx)] == [
+    assert [(s.text, s.capitals) for s in pipeline.prepare("<p>THE CAT</p>", ctx)] == [
         ("<p>", False),
         ("The cat", True),
         ("</p>", False),
     ]
     (code,) = pipeline.prepare("ID: AB12CD", ctx)
-    assert code.text == "ID: AB12CD" and "capitals" not in code.notes
+    assert code.text == "ID: AB12CD" and not code.capitals
     assert pipeline.restore(code, "Id: AB12CD", ctx, []) == "Id: AB12CD"
     assert _prepared(["capitals"], "GO ON", ctx) == [("Go on", True)]
     # a sentence after one that ends starts with a capital; one that goes on does not
@@ -420,7 +422,7 @@ def test_capitals_step_reads_a_line_in_sentence_case_and_writes_it_back_in_capit
     ]
     # not capitals: nothing noted, nothing restored
     (plain,) = Capitals().prepare([Segment("The cat is here")], ctx)
-    assert plain.text == "The cat is here" and "capitals" not in plain.notes
+    assert plain.text == "The cat is here" and not plain.capitals
     assert Capitals().restore(plain, "Il gatto", ctx, []) == "Il gatto"
 
 
@@ -495,12 +497,12 @@ def test_a_long_line_is_cut_into_pieces_that_fit_and_nothing_is_dropped(tok: Tok
     # the step: one segment per piece, each after a space, numbered
     segments = Split().prepare([Segment(long.strip())], small)
     assert [s.text for s in segments] == cut
-    assert [s.notes["split"] for s in segments] == [(k, len(cut)) for k in range(len(cut))]
+    assert [s.piece for s in segments] == [(k, len(cut)) for k in range(len(cut))]
     assert [s.glue for s in segments] == [""] + [" "] * (len(cut) - 1)
     assert all(s.translate for s in segments)
     # a line that fits is left alone
     (seg,) = Split().prepare([Segment("the red cat")], small)
-    assert seg.text == "the red cat" and "split" not in seg.notes
+    assert (seg.text, seg.piece) == ("the red cat", (0, 1))
 
 
 def test_a_word_too_long_for_the_model_is_copied_as_it_was_written(tok: Tokenizer) -> None:
@@ -524,7 +526,7 @@ def test_a_word_too_long_for_the_model_is_copied_as_it_was_written(tok: Tokenize
 def test_a_stretch_that_goes_on_with_a_sentence_starts_lower_case(ctx: Context) -> None:
     pipeline = Pipeline.build(["carry", "continuation"])
     before, cat, after = pipeline.prepare("I love 🐱 sleeping on the sofa", ctx)
-    assert "continuation" not in before.notes and "continuation" in after.notes
+    assert not before.continues and after.continues
     assert pipeline.restore(after, "Sta dormendo sul divano", ctx, []) == "sta dormendo sul divano"
     assert pipeline.restore(before, "Io amo", ctx, []) == "Io amo"
     # an acronym keeps its capitals; a mark before the first letter is skipped
@@ -533,7 +535,7 @@ def test_a_stretch_that_goes_on_with_a_sentence_starts_lower_case(ctx: Context) 
     assert Continuation().restore(after, f"{b}Sta qui", ctx, []) == f"{b}sta qui"
     # a stretch that starts with a capital starts a sentence of its own
     *_, new = pipeline.prepare("I love 🐱 Sleeping on the sofa", ctx)
-    assert "continuation" not in new.notes
+    assert not new.continues
     assert pipeline.restore(new, "Sta dormendo", ctx, []) == "Sta dormendo"
 
 
@@ -543,7 +545,7 @@ def test_the_pieces_of_a_split_line_are_not_continuations(tok: Tokenizer) -> Non
         "the red cat is here. the old dog is there.", small
     )
     assert [s.text for s in segments] == ["the red cat is here.", "the old dog is there."]
-    assert not any("continuation" in s.notes for s in segments)
+    assert not any(s.continues for s in segments)
 
 
 # ---------------------------------------------------------------- number-format and numbers
@@ -588,7 +590,7 @@ def test_numbers_puts_back_a_garbled_number_and_a_dropped_currency_symbol(
 
 
 def test_numbers_repairs_against_the_source_as_read_before_names_are_folded(ctx: Context) -> None:
-    # "numbers" notes the text before "names" reads Gdańsk as Gdansk; the repair reads digits
+    # "numbers" keeps the text before "names" reads Gdańsk as Gdansk; the repair reads digits
     pipeline = Pipeline.build(["numbers", "names"])
     (seg,) = pipeline.prepare("Gdańsk has 470907 people.", ctx)
     assert seg.text == "Gdansk has 470907 people."
@@ -608,15 +610,15 @@ def test_a_tagged_stretch_the_model_cannot_read_whole_is_cut_at_its_tags(tok: To
     # a pair inside one of the pieces the line is split into stays with that piece
     inside = Pipeline.build().prepare("the <b>cat</b> is here and the dog is there", small)
     assert [s.text for s in inside] == ["the cat", "is", "here", "and the", "dog", "is there"]
-    assert [len(s.notes.get("carry", {}).get("tags", ())) for s in inside] == [2, 0, 0, 0, 0, 0]
+    assert [len(s.tags) for s in inside] == [2, 0, 0, 0, 0, 0]
     # a pair across two pieces cannot be placed in either: the line is cut at its tags
     line = "the cat is here <b>and the dog</b> is there"
     segments = Pipeline.build().prepare(line, small)
     assert "<b>" in [s.text for s in segments] and "</b>" in [s.text for s in segments]
-    assert not any("carry" in s.notes for s in segments)
+    assert not any(s.tags for s in segments)
     # the step itself says so: a split segment whose pieces lost a pair is a Recut
-    split = Split().prepare(Carry().prepare([Segment(line)], small), small)
-    assert any("carry" in s.notes and "split" in s.notes for s in split)
+    split = Split().prepare(Carry().prepare([Segment(line, keep_inline=True)], small), small)
+    assert any(s.tags and s.piece[1] > 1 for s in split)
     with pytest.raises(Recut):
         InlineTags().prepare(split, small)
 
@@ -634,7 +636,7 @@ def test_a_tagged_stretch_whose_characters_cannot_be_counted_is_cut_at_its_tags(
 ) -> None:
     segments = Pipeline.build().prepare(line, ctx)
     assert [s.text for s in segments][1:4] == ["<b>", "cat", "</b>"]
-    assert not any("carry" in s.notes for s in segments)
+    assert not any(s.tags for s in segments)
 
 
 def test_inline_tags_are_placed_by_the_aligner_and_written_back(tok: Tokenizer) -> None:
@@ -642,7 +644,7 @@ def test_inline_tags_are_placed_by_the_aligner_and_written_back(tok: Tokenizer) 
 
     def aligner(segment: Segment, tokens: Sequence[int]) -> list[tuple[int, Tag]]:
         calls.append((segment.text, list(tokens)))
-        opening, closing = segment.notes["carry"]["tags"]
+        opening, closing = segment.tags
         return [(0, opening), (5, closing)]  # around "gatto" of "gatto rosso"
 
     ctx = Context(tok, 63, EOS_ID, place_tags=aligner)

@@ -7,7 +7,7 @@
 beam 4: read as the model's bytes (the text pipeline without its ``names`` step), and read
 with base letters ("Gdansk", written back as "Gdańsk" in the translation: the ``names`` step,
 ``attenzione.pipeline.names.fold``) for the words with such a letter from U+0080 on, and
-from U+0100 on (past Latin-1: the shipped setting, ``attenzione.pipeline.names.FOLD_FROM``).
+from U+0100 on (past Latin-1: the shipped setting, ``attenzione.pipeline.words.FOLD_FROM``).
 ``--show`` prints each sentence whose translation the shipped setting changes.
 """
 
@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 import attenzione.pipeline.names as names_step
+import attenzione.pipeline.words as words
 from attenzione.pipeline import Pipeline
 from attenzione.translator.translator import Translator
 
@@ -37,7 +38,7 @@ def main() -> None:
     tr = Translator.from_pretrained(args.model)
     sentences = [t.format(n) for n in NAMES for t in TEMPLATES]
     names = [n for n in NAMES for _ in TEMPLATES]
-    shipped = names_step.FOLD_FROM
+    shipped = words.FOLD_FROM
     # the model's own text pipeline, without the names step and with it
     in_bytes = Pipeline.build(n for n in tr.pipeline.names if n != names_step.NAME)
     folding = Pipeline.build([*tr.pipeline.names, names_step.NAME])
@@ -49,7 +50,7 @@ def main() -> None:
     print(f"{len(sentences)} sentences; the name came out exactly, read in bytes: {kept(plain)}")
     try:
         for start in (0x80, 0x100):
-            names_step.FOLD_FROM = start  # read by names.foldable at each call
+            words.FOLD_FROM = start  # read by names.foldable at each call
             out = [r.text for r in tr.translate(sentences, steps=folding)]
             label = f"words with such a letter from U+{start:04X} on read with base letters"
             print(f"  {label}: {kept(out)}")
@@ -58,7 +59,7 @@ def main() -> None:
                     if a != b:
                         print(f"    {s}\n      bytes:  {a}\n      folded: {b}")
     finally:
-        names_step.FOLD_FROM = shipped
+        words.FOLD_FROM = shipped
 
 
 if __name__ == "__main__":

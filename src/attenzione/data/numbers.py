@@ -1,4 +1,5 @@
-"""Numbers in translation: finding them, and putting back the ones a model garbled.
+"""Numbers in translation: finding them, putting back the ones a model garbled, and writing
+them the target's way.
 
 A neural translator writes numbers the way it writes words — piece by piece, from what it
 has seen — so it can turn "2017" into "20177" or "555-1234" into "555255325525555". Digits
@@ -13,7 +14,8 @@ number that the model glued to the next word ("10 gunmen" → "10men") is first 
 number ("18enne", "10mila", "2019esimo").
 
 A number written with the other convention's separators (1,000 ↔ 1.000, 3.5 ↔ 3,5) counts
-as reproduced: the digits are exact and that is how an Italian reader writes it.
+as reproduced: the digits are exact and that is how an Italian reader writes it. A currency
+symbol the translation dropped is put back by :mod:`attenzione.data.currency`.
 """
 
 from __future__ import annotations
@@ -102,97 +104,6 @@ def repair_numbers(source: str, translation: str) -> str:
         last = m.end()
     out.append(translation[last:])
     return "".join(out)
-
-
-# ---------------------------------------------------------------- currency symbols
-# A symbol written against a number ("$19.99", "€ 5", "30 £"): a translation that keeps the
-# number but drops the symbol has lost what the number counts ("Price: $19.99" → "Prezzo:
-# 19,99"). An amount written with a symbol, or with a currency named in words next to it
-# ("5 milioni di dollari", "28 euro"), has been said its own way and is left alone.
-CURRENCY_SYMBOLS = "$€£¥₹"
-_SYMBOL_NUMBER = re.compile(rf"([{CURRENCY_SYMBOLS}])(\s?)({NUMBER.pattern})")
-_NUMBER_SYMBOL = re.compile(rf"({NUMBER.pattern})(\s?)([{CURRENCY_SYMBOLS}])")
-# the words a translation (English or Italian) names a currency with, looked for just around
-# an amount ("5 milioni di dollari": up to three words on, not past a comma)
-_CURRENCY_WORD = re.compile(
-    r"(?<!\w)(?:dollar\w*|euros?|sterlin[ae]|pounds?|yen|rupi[ae]|rupees?|yuan|franchi|francs?"
-    r"|lir[ae]|cents?|centesimi|usd|eur|gbp)(?!\w)",
-    re.IGNORECASE,
-)
-_WORDS_AFTER = re.compile(r"[^\w,;]*(?:\w+[^\w,;]+){0,2}\w+")  # up to three, in its clause
-_WORD_BEFORE = re.compile(r"\w+\W*$")
-
-
-def _amounts(source: str) -> dict[int, tuple[str, str]]:
-    """The source's amounts: the start of each number with a currency symbol against it, and
-    what goes before and after it. A symbol between two numbers ("3 $20") is the amount's it
-    touches, else the next number's."""
-    claims: dict[int, tuple[int, int, str, str]] = {}  # symbol at -> (rank, number at, …)
-    for m in _SYMBOL_NUMBER.finditer(source):
-        rank = 0 if not m.group(2) else 2
-        claims[m.start(1)] = min(
-            claims.get(m.start(1), (9, 0, "", "")), (rank, m.start(3), m.group(1) + m.group(2), "")
-        )
-    for m in _NUMBER_SYMBOL.finditer(source):
-        rank = 1 if not m.group(2) else 3
-        claims[m.start(3)] = min(
-            claims.get(m.start(3), (9, 0, "", "")), (rank, m.start(1), "", m.group(2) + m.group(3))
-        )
-    return {at: (before, after) for _, at, before, after in claims.values()}
-
-
-def restore_currency(source: str, translation: str) -> str:
-    """``translation`` with the currency symbols of the source's amounts put back where it
-    wrote an amount's number bare: "Price: $19.99" → "Prezzo: 19,99" becomes "Prezzo:
-    $19,99". The symbol goes on the side the translation writes its other amounts with it
-    ("10 a 20$" → "10$ a 20$"), else the source's side. The k-th "5" of the source is the
-    k-th "5" of the translation; a number the two do not write equally often is left alone,
-    and so is one written with a symbol in the same run of characters ("5–10$") or with a
-    currency word next to it."""
-    if not any(c in source for c in CURRENCY_SYMBOLS):
-        return translation
-    amounts = _amounts(source)
-
-    def value(n: str) -> str:
-        return n.replace(",", ".")  # 19.99 and 19,99 are one value here
-
-    src = [(m.start(), value(m.group(0))) for m in NUMBER.finditer(source)]
-    tgt = list(NUMBER.finditer(translation))
-    edits: list[tuple[int, int, str]] = []
-    for start, (before, after) in sorted(amounts.items()):
-        v = next(val for at, val in src if at == start)
-        k = [at for at, val in src if val == v].index(start)
-        same = [m for m in tgt if value(m.group(0)) == v]
-        if len(same) != sum(val == v for _, val in src):
-            continue
-        m = same[k]
-        a = m.start()
-        while a > 0 and not translation[a - 1].isspace():
-            a -= 1
-        b = m.end()
-        while b < len(translation) and not translation[b].isspace():
-            b += 1
-        near = translation[max(0, a - 2) : b + 2]  # its run of characters, and a space beyond
-        if any(c in near for c in CURRENCY_SYMBOLS):
-            continue
-        after_words = _WORDS_AFTER.match(translation, m.end())
-        before_word = _WORD_BEFORE.search(translation, 0, m.start())
-        around = (
-            (after_words.group(0) if after_words else "")
-            + " "
-            + (before_word.group(0) if before_word else "")
-        )
-        if _CURRENCY_WORD.search(around):
-            continue
-        symbol = (before + after).strip()
-        if re.search(rf"\d\s?{re.escape(symbol)}", translation) and before:
-            before, after = "", (" " if before.endswith(" ") else "") + symbol
-        elif re.search(rf"{re.escape(symbol)}\s?\d", translation) and after:
-            before, after = symbol + (" " if after.startswith(" ") else ""), ""
-        edits.append((m.start(), m.end(), before + m.group(0) + after))
-    for a, b, text in sorted(edits, reverse=True):
-        translation = translation[:a] + text + translation[b:]
-    return translation
 
 
 # ---------------------------------------------------------------- the target's number format

@@ -11,8 +11,10 @@ A line goes through the pipeline like this::
          ◀─ join ◀─ restore (steps in reverse order, one segment at a time) ◀─
 
 Preparing cuts the line into :class:`~attenzione.pipeline.base.Segment`\\ s (some carried
-over as they are) and rewrites the text the model reads; each step notes in the segment
-what it must undo, and restoring undoes it on the translation. The default order:
+over as they are) and rewrites the text the model reads; each step notes what it must undo
+in the segment's fields, and restoring undoes it on the translation. A step imports no other
+step: what two steps share is in ``words``, ``markup`` and ``marks``, and what a step needs of
+the pipeline it declares (``Step.places_tags``). The default order:
 
 ==================  =====================================================================
 ``normalize``       read the text as the training data was read (NFC, ’ → ', spaces)
@@ -71,16 +73,10 @@ class Pipeline:
     def __init__(self, steps: Sequence[Step]) -> None:
         self.steps = list(steps)
         self.names = tuple(s.name for s in self.steps)
-        inline = "inline-tags" in self.names
-        # a line whose tagged stretch the model cannot read whole is prepared again by these:
-        # the inline tags cut it where they stand
-        self._recut = [
-            Carry(inline=False) if s.name == "carry" else s
-            for s in self.steps
-            if s.name != "inline-tags"
-        ]
-        if not inline:
-            self.steps = self._recut
+        # with a step that places inline tags, a line's inline pairs first stay in their
+        # stretch; a line whose tagged stretch the model cannot read whole is prepared again
+        # with them cutting it (Recut)
+        self.keep_inline = any(s.places_tags for s in self.steps)
 
     @classmethod
     def build(cls, steps: Iterable[str] | None = None, *, off: Iterable[str] = ()) -> Pipeline:
@@ -97,15 +93,16 @@ class Pipeline:
 
     def prepare(self, line: str, ctx: Context) -> list[Segment]:
         """The segments of one input ``line`` (none for a blank line)."""
+        if not self.keep_inline:
+            return self._prepare(line, ctx, keep_inline=False)
         try:
-            return self._prepare(self.steps, line, ctx)
+            return self._prepare(line, ctx, keep_inline=True)
         except Recut:
-            return self._prepare(self._recut, line, ctx)
+            return self._prepare(line, ctx, keep_inline=False)
 
-    @staticmethod
-    def _prepare(steps: Sequence[Step], line: str, ctx: Context) -> list[Segment]:
-        segments = [Segment(line.strip())] if line.strip() else []
-        for step in steps:
+    def _prepare(self, line: str, ctx: Context, *, keep_inline: bool) -> list[Segment]:
+        segments = [Segment(line.strip(), keep_inline=keep_inline)] if line.strip() else []
+        for step in self.steps:
             segments = step.prepare(segments, ctx)
         return segments
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.pipeline.markup import Tag, nonspace, piece_texts
@@ -20,18 +20,40 @@ class Segment:
     ``text``: what the model will read (the steps rewrite it); ``glue``: what joins it to the
     segment before it in the line ("" or " "); ``translate``: False for a stretch carried
     over as it is (a tag, a pictograph, punctuation alone, a word too long to read), whose
-    ``text`` is written unchanged; ``notes``: what each step must remember to undo its work,
-    by step name; ``ids``: the source ids the model reads (set by the translator)."""
+    ``text`` is written unchanged; ``ids``: the source ids the model reads (set by the
+    translator).
+
+    The other fields are what the steps note to undo their work: each is written by one step
+    and read by the steps named beside it, so that no step reads another's notes by name."""
 
     text: str
     glue: str = ""
     translate: bool = True
-    notes: dict[str, Any] = field(default_factory=dict)
     ids: list[int] | None = None
+    # inline pairs and points may stay in this stretch (taken out of its text) for a step that
+    # places them in the translation: set by the pipeline when one of its steps
+    # ``places_tags``, cleared when it prepares a line again (:class:`Recut`); read by carry
+    keep_inline: bool = False
+    # carry: the inline tags taken out of the text, their positions counted in non-space
+    # characters of the text as it was then, ``tags_length`` of them (split shares them out
+    # among its pieces, inline-tags places them)
+    tags: tuple[Tag, ...] = ()
+    tags_length: int = 0
+    # capitals: read in sentence case, written back in capitals (read by title-case, split)
+    capitals: bool = False
+    # split: the k-th of n pieces of a stretch cut to fit (read by continuation)
+    piece: tuple[int, int] = (0, 1)
+    # continuation: goes on with a sentence begun before it (its translation starts lower-case)
+    continues: bool = False
+    # number-format, numbers: the text as read before names reads it with base letters
+    # (None: ``text``), what the translation's numbers are checked against
+    source: str | None = None
+    # names: the (read, original) pairs of the words read with base letters
+    folded: tuple[tuple[str, str], ...] = ()
 
     def but(self, **changes: Any) -> Segment:
-        """A copy with ``changes`` (its notes copied, so that the copies can differ)."""
-        return dataclasses.replace(self, notes=dict(self.notes), **changes)
+        """A copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
 
 
 class Recut(Exception):  # noqa: N818 (a signal, not an error)
@@ -43,12 +65,17 @@ class Step:
     """A text step: one problem of real input the model alone handles badly.
 
     ``prepare`` turns a line's segments into new ones (rewriting their text, cutting them,
-    marking some as carried) and notes in ``segment.notes[name]`` what ``restore`` needs;
+    marking some as carried) and notes in the segment's fields what ``restore`` needs;
     ``restore`` turns the model's translation of one segment into what the user gets.
     Steps prepare in the pipeline's order and restore in the reverse order. ``tokens``: the
-    target ids of the translation being restored."""
+    target ids of the translation being restored.
+
+    ``places_tags``: the step puts a segment's inline tags back in its translation, so a
+    pipeline with it lets a line's inline pairs stay in their stretch
+    (:attr:`Segment.keep_inline`) rather than cut it."""
 
     name: str = ""
+    places_tags: ClassVar[bool] = False
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         return segments

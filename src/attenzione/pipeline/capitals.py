@@ -13,32 +13,9 @@ import re
 from collections.abc import Sequence
 
 from attenzione.pipeline.base import Context, Segment, Step
-from attenzione.pipeline.names import foldable
+from attenzione.pipeline.words import WORD, ends_sentence, foldable, in_capitals
 
 NAME = "capitals"
-
-# A word (an apostrophe inside it keeps it one: "don't")
-WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
-_CODE = re.compile(r"\b(?=\w*[^\W\d_])(?=\w*\d)\w+\b")  # letters and digits: "AB12CD"
-
-
-def shouting(text: str) -> bool:
-    """Whether ``text`` is written in capitals: at least two cased letters, none lower-case."""
-    cased = [c for c in text if c.isupper() or c.islower()]
-    return len(cased) >= 2 and not any(c.islower() for c in cased)
-
-
-def in_capitals(words: str) -> bool:
-    """Whether a line whose text is ``words`` is read as a line in capitals: written in
-    capitals, and not a code with no word of three letters ("ID: AB12CD")."""
-    return shouting(words) and (
-        not _CODE.search(words) or any(len(w) >= 3 for w in WORD.findall(words))
-    )
-
-
-def ends_sentence(text: str) -> bool:
-    """Whether ``text`` ends a sentence (the next stretch starts one)."""
-    return text.rstrip("\"')»”")[-1:] in (".", "!", "?")
 
 
 def sentence_case(text: str, *, starts: bool) -> str:
@@ -87,9 +64,9 @@ class Capitals(Step):
             if seg.translate:
                 original = seg.text
                 seg.text = with_names(sentence_case(original, starts=starts), ctx)
-                seg.notes[NAME] = True
+                seg.capitals = True
                 starts = ends_sentence(original)
         return segments
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
-        return text.upper() if segment.notes.get(NAME) else text
+        return text.upper() if segment.capitals else text

@@ -8,7 +8,8 @@ written back unchanged; the text between them is translated. The model has hardl
 them: it turned "🍕" into invented words, "<b>Tom</b> is here" into "<b>Tom-t> è qui" and
 "example.com" into "esempio.com".
 
-With the ``inline-tags`` step on, an address or a run of pictographs inside a sentence —
+With the ``inline-tags`` step on (a step that places tags: the pipeline sets the segment's
+``keep_inline``), an address or a run of pictographs inside a sentence —
 after a word or a comma, before a lower-case letter: "I had bread 🍞 and the coffee", "see
 https://x.org for more" — does not cut it either (cut, its halves were translated apart,
 "e il caffè"): it becomes a *point*, a pair of tags around the word before it whose opening
@@ -16,13 +17,12 @@ tag is empty and whose closing tag is the carried text, so the sentence is trans
 and the point lands after the translation of that word, placed by attention.
 
 When the ``inline-tags`` step is on, a pair of inline tags around some words of a stretch
-(``Click <b>Save</b> now``: :func:`attenzione.pipeline.markup.inline_pairs`) does not cut it: the
-pair
-is taken out of the text the model reads and kept in the segment's notes, and ``inline-tags``
-places it in the translation by attention; this step writes the tags back in the end (they
-stand in the translation as private-use marks while the steps between read it). A pair around
-the whole stretch is carried around it; a pair around no letter or digit, next to a digit, or
-between two letters cuts.
+(``Click <b>Save</b> now``: :func:`attenzione.pipeline.markup.inline_pairs`) does not cut it:
+the pair is taken out of the text the model reads and kept in the segment (``tags``), and
+``inline-tags`` places it in the translation by attention; this step writes the tags back in
+the end (they stand in the translation as private-use marks while the steps between read it).
+A pair around the whole stretch is carried around it; a pair around no letter or digit, next to
+a digit, or between two letters cuts.
 """
 
 from __future__ import annotations
@@ -238,23 +238,19 @@ def unmarked(text: str, tags: Sequence[Tag]) -> str:
 class Carry(Step):
     name = NAME
 
-    def __init__(self, inline: bool = True) -> None:
-        self.inline = inline  # set per line by the pipeline (inline-tags on, no recut)
-
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         out: list[Segment] = []
         for seg in segments:
             if not seg.translate:
                 out.append(seg)
                 continue
-            for k, s in enumerate(stretches(seg.text, ctx, inline=self.inline)):
+            for k, s in enumerate(stretches(seg.text, ctx, inline=seg.keep_inline)):
                 glue = seg.glue if k == 0 else s.glue
                 piece = seg.but(text=s.text, glue=glue, translate=s.readable)
                 if s.tags:
-                    piece.notes[NAME] = {"tags": s.tags, "length": nonspace(s.text)}
+                    piece.tags, piece.tags_length = s.tags, nonspace(s.text)
                 out.append(piece)
         return out
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
-        note = segment.notes.get(NAME)
-        return unmarked(text, note["tags"]) if note else text
+        return unmarked(text, segment.tags) if segment.tags else text

@@ -23,16 +23,15 @@ class Continuation(Step):
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         for i, seg in enumerate(segments):
-            first_piece = seg.notes.get("split", (0, 1))[0] == 0
-            if not (seg.translate and first_piece and i > 0):
-                continue
+            if not (seg.translate and seg.piece[0] == 0 and i > 0):
+                continue  # the first of the line, or a piece of one cut to fit
             first = next((c for c in seg.text if c.isalpha()), "")
             if first.islower():
-                seg.notes[NAME] = True
+                seg.continues = True
         return segments
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
-        if not segment.notes.get(NAME):
+        if not segment.continues:
             return text
         k = next((i for i, c in enumerate(text) if not marks.is_mark(c)), len(text))
         if text[k : k + 1].isupper() and not text[k + 1 : k + 2].isupper():

@@ -27,25 +27,24 @@ NAME = "inline-tags"
 
 class InlineTags(Step):
     name = NAME
+    places_tags = True  # with it in the pipeline, carry leaves inline pairs in their stretch
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         for seg in segments:
-            note = seg.notes.get("carry")
-            if not note:
+            if not seg.tags:
                 continue
             if (
                 not seg.translate  # copied whole: too long to read
                 or marks.has_marks(seg.text)  # the input has the marks' characters
-                or nonspace(seg.text) != note["length"]
+                or nonspace(seg.text) != seg.tags_length  # a step changed its length
                 or not ctx.spells(seg.text)
             ):
                 raise Recut
         return segments
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
-        note = segment.notes.get("carry")
-        if not note or ctx.place_tags is None:
+        tags = segment.tags
+        if not tags or ctx.place_tags is None:
             return text
-        tags = note["tags"]
         placed = ctx.place_tags(segment, tokens)
         return insert(text, [(at, marks.mark(tags.index(t))) for at, t in placed])

@@ -22,8 +22,9 @@ class NumberFormat(Step):
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         for seg in segments:
-            seg.notes[NAME] = seg.text
+            seg.source = seg.text  # the source as read, before names are folded
         return segments
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
-        return localize_numbers(segment.notes.get(NAME, segment.text), text, ctx.number_format)
+        source = segment.text if segment.source is None else segment.source
+        return localize_numbers(source, text, ctx.number_format)

@@ -88,21 +88,17 @@ class Split(Step):
             if len(cut) == 1 and (not seg.translate or ctx.fits(cut[0])):
                 out.append(seg)
                 continue
-            note = seg.notes.get("carry")
-            shared = spread(note["tags"], cut) if note else None
-            if note and sum(map(nonspace, cut)) != note["length"]:
+            shared = spread(seg.tags, cut) if seg.tags else None
+            if seg.tags and sum(map(nonspace, cut)) != seg.tags_length:
                 shared = None  # the pieces do not spell the text: inline-tags recuts
             for k, piece in enumerate(cut):
-                part = seg.but(text=piece, glue=seg.glue if k == 0 else " ")
-                part.notes[NAME] = (k, len(cut))
-                if shared is not None:
-                    if shared[k]:
-                        part.notes["carry"] = {"tags": tuple(shared[k]), "length": nonspace(piece)}
-                    else:
-                        del part.notes["carry"]
+                part = seg.but(text=piece, glue=seg.glue if k == 0 else " ", piece=(k, len(cut)))
+                if shared is not None:  # else each part keeps them all: inline-tags recuts
+                    part.tags = tuple(shared[k])
+                    part.tags_length = nonspace(piece) if shared[k] else 0
                 if not ctx.fits(piece):  # one word longer than the model reads: copied
                     part.translate = False
-                    if part.notes.get("capitals"):  # as it was written
+                    if part.capitals:  # as it was written
                         part.text = piece.upper()
                 out.append(part)
         return out

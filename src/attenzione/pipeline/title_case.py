@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from attenzione.pipeline.base import Context, Segment, Step
-from attenzione.pipeline.capitals import WORD, ends_sentence, in_capitals
+from attenzione.pipeline.words import WORD, ends_sentence, in_capitals
 
 NAME = "title-case"
 
@@ -78,7 +78,8 @@ class TitleCase(Step):
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         words = " ".join(s.text for s in segments if s.translate)
-        capitals = any("capitals" in s.notes for s in segments)
+        # a line in capitals (read in sentence case by the capitals step, or not) is left alone
+        capitals = any(s.capitals for s in segments)
         if capitals or in_capitals(words) or not title_case(words):
             return segments
         starts = True

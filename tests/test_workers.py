@@ -34,15 +34,15 @@ def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> Non
     with Workers.of(translator, 2) as workers:
         workers.wait()  # both loaded
         translator.workers = workers
-        here = translator.decode_batch
+        here = translator.engine.decode_batch
 
         def not_here(*args: object) -> object:
             raise AssertionError("a batch was decoded in this process")
 
-        translator.decode_batch = not_here  # type: ignore[method-assign]
+        translator.engine.decode_batch = not_here  # type: ignore[method-assign]
         assert translator.translate(TEXTS, batch_size=4) == alone
         assert translator.translate(TEXTS, search=search_config(3, 2), batch_size=4) == n_best
-        translator.decode_batch = here  # type: ignore[method-assign]
+        translator.engine.decode_batch = here  # type: ignore[method-assign]
         # streamed (a last chunk of one batch is decoded here): each next chunk's batches go
         # out before a chunk is given, in input order
         assert list(translator.translate_iter(TEXTS, batch_size=2, chunk=5)) == streamed

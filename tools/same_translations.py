@@ -47,7 +47,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     f_en, f_it = _columns(FLORES)
     t_it, t_en = _columns(args.tatoeba)
-    sources = {"en-it": {"flores": f_en, "tatoeba": t_en}, "it-en": {"flores": f_it, "tatoeba": t_it}}
+    sources = {
+        "en-it": {"flores": f_en, "tatoeba": t_en},
+        "it-en": {"flores": f_it, "tatoeba": t_it},
+    }
     for pair in args.models.split(","):
         tr = Translator.from_pretrained(ROOT / "src/attenzione/pretrained" / pair)
         for name, texts in sources[pair].items():

@@ -9,10 +9,10 @@ between its operators (docs/benchmarks.md, issue 41).
 
 :class:`Workers` starts its processes (spawned: each loads the model directory afresh) and
 decodes a :class:`~attenzione.translator.translator.Translator`'s batches in them, set as its
-:attr:`~attenzione.translator.translator.Translator.workers`. The translator makes the same batches
-as
-without them, and each is decoded the same way (:meth:`Translator.decode_batch`); only the
-thread count differs. On the CPU measured that did not change a single translation of FLORES
+:attr:`~attenzione.translator.translator.Translator.workers`. The translator makes the same
+batches as without them, and each is decoded the same way
+(:meth:`~attenzione.translator.engine.Engine.decode_batch`, the one object a worker runs); only
+the thread count differs. On the CPU measured that did not change a single translation of FLORES
 dev (the packed kernels split a product's rows between threads, not its sums); another CPU's
 kernels might.
 
@@ -74,7 +74,7 @@ def _decode(job: list[list[int]], search: DecodeConfig, terms: Terms) -> list[li
     if _failed is not None:
         raise _failed
     assert _translator is not None, "a worker decodes only after _start"
-    return _translator.decode_batch(job, search, terms)
+    return _translator.engine.decode_batch(job, search, terms)
 
 
 class WorkerStopped(RuntimeError):

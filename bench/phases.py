@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from attenzione.data.corpus import read_pairs
-from attenzione.model import cache
 from attenzione.model import transformer as model
+from attenzione.model.fast.cache import FastKVCache
 from attenzione.search import constraints, decoding, lexicon, terms
 from attenzione.translator.translator import Translator
 from bench.report import write
@@ -41,7 +41,7 @@ PARTS: list[tuple[str, Any, str]] = [
     ("log-softmax", torch, "log_softmax"),
     ("beam search's ranking", decoding.BeamSearch, "step"),
     ("  of which: finishing hypotheses", decoding.BeamSearch, "_finish"),
-    ("cache reorder", cache.KVCache, "reorder"),
+    ("cache reorder", FastKVCache, "reorder"),
     ("word check", lexicon.WordCheck, "penalty"),
     ("word check: advance", lexicon.WordCheck, "advance"),
     ("attention coverage", terms.AttentionCoverage, "charge"),

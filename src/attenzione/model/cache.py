@@ -5,30 +5,23 @@ Generating token t with a plain forward pass re-runs the decoder over the whole 
 change (causal masking means position j never sees what comes after it), so we keep them:
 
 * **self-attention**: per decoder layer, K and V of every position generated so far. Each step
-  projects only the new token and writes its K/V at position ``length``. The buffers are
-  preallocated for ``capacity`` positions (doubling if exceeded), so a step does not copy
-  the whole history as ``torch.cat`` would. A reorder copies the rows anyway, so it writes
-  them packed, with room for exactly one more position: after it, the next step's keys and
-  values are one contiguous block, which the attention's matrix products read faster than
-  the rows of a larger buffer (bmm of one query against 30 cached keys, 256 rows × 4 heads:
-  0.12 against 0.20 ms).
+  projects only the new token and appends its K/V (``torch.cat`` along the positions).
 * **cross-attention**: per decoder layer, K and V of the encoder memory, computed once per
-  source batch, since the memory does not change while decoding. They are kept once per
-  *sentence*, not per row: beam search's K rows of a sentence attend to the same keys, so
-  its rows come in runs of ``group`` consecutive rows per sentence, and cross-attention
-  takes a run's K queries together against the one copy (``DecoderLayer`` does). Following
-  the surviving hypotheses then copies nothing for the cross K/V; only a sentence that
-  finishes makes them shrink.
+  source batch, since the memory does not change while decoding.
 
 The cache is an explicit object, passed into :meth:`Transformer.decode` and returned by it —
 never hidden state on a module — so two translations can never see each other's keys.
-:meth:`reorder` selects (and repeats) batch rows: beam search uses it to follow the surviving
-hypotheses, and greedy decoding to drop finished sentences from the batch.
+:meth:`KVCache.reorder` selects (and repeats) batch rows: beam search uses it to follow the
+surviving hypotheses, and greedy decoding to drop finished sentences from the batch.
+
+This is the cache as the paper's decoder needs it. A model prepared for inference
+(``model/fast/``) decodes on a cache with the same interface that preallocates its buffers and
+keeps the memory's K/V once per sentence rather than once per beam.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -36,20 +29,13 @@ from torch import Tensor
 
 @dataclass
 class LayerCache:
-    """One decoder layer's tensors. Self K/V buffers: (B,H,room,Dh), the first ``length``
-    positions filled; cross K/V: (B,H,S,Dh)."""
+    """One decoder layer's tensors: self K/V (B,H,length,Dh), None before the first step;
+    cross K/V (B,H,S,Dh)."""
 
     cross_k: Tensor
     cross_v: Tensor
     self_k: Tensor | None = None
     self_v: Tensor | None = None
-    # the flat memory the self K/V are views of, and the memory they were in before the last
-    # reorder: the next reorder writes into that (two blocks a tensor, swapped, instead of a
-    # fresh allocation every step)
-    store_k: Tensor | None = None
-    store_v: Tensor | None = None
-    spare_k: Tensor | None = None
-    spare_v: Tensor | None = None
 
 
 @dataclass
@@ -58,132 +44,49 @@ class KVCache:
 
     Attributes:
         layers: one :class:`LayerCache` per decoder layer.
-        memory_mask: (B,1,1,S) bool, True where the source token is real (one row a sentence).
+        memory_mask: (B,1,1,S) bool, True where the source token is real.
         length: number of target positions already cached (the next token's position).
-        capacity: preallocated self-attention positions.
-        group: rows per sentence: rows ``i·group … i·group+group−1`` belong to sentence ``i``
-            of the cross K/V and ``memory_mask``.
     """
 
     layers: list[LayerCache]
     memory_mask: Tensor
     length: int = 0
-    capacity: int = 64
-    group: int = 1
-    _pending: int = field(default=0, repr=False)
-    # True when no source position is padding: cross-attention then needs no mask at all.
-    no_padding: bool = field(default=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.no_padding = bool(self.memory_mask.all())
 
     @property
     def cross_mask(self) -> Tensor | None:
-        """The mask cross-attention needs during incremental decoding (None: all real)."""
-        return None if self.no_padding else self.memory_mask
-
-    @property
-    def batch_size(self) -> int:
-        """Rows (hypotheses) in the cache: sentences × group."""
-        return int(self.memory_mask.shape[0]) * self.group
+        """The mask cross-attention applies while decoding on this cache: (B,1,1,S)."""
+        return self.memory_mask
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store the new (B,H,t,Dh) keys/values of ``layer``; return all keys/values so far.
+        """Store the new (B,H,t,Dh) keys/values of ``layer``; return all keys/values so far,
+        (B,H,length+t,Dh).
 
         Every layer appends the same t new positions during one decode call; ``length``
         advances once all of them did (see :meth:`advance`).
         """
         lc = self.layers[layer]
-        t = k.shape[2]
-        end = self.length + t
         if lc.self_k is None or lc.self_v is None:
-            room = max(self.capacity, end)
-            lc.self_k, lc.store_k = _grow(k, room, 0)
-            lc.self_v, lc.store_v = _grow(v, room, 0)
-        elif end > lc.self_k.shape[2]:
-            room = max(2 * lc.self_k.shape[2], end)
-            lc.self_k, lc.store_k = _grow(lc.self_k, room, self.length)
-            lc.self_v, lc.store_v = _grow(lc.self_v, room, self.length)
-        lc.self_k[:, :, self.length : end] = k
-        lc.self_v[:, :, self.length : end] = v
-        self._pending = t
-        return lc.self_k[:, :, :end], lc.self_v[:, :, :end]  # views (B,H,length+t,Dh)
+            lc.self_k, lc.self_v = k, v
+        else:
+            lc.self_k = torch.cat([lc.self_k, k], dim=2)
+            lc.self_v = torch.cat([lc.self_v, v], dim=2)
+        return lc.self_k, lc.self_v
 
-    def advance(self) -> None:
-        """Mark the positions appended during this decode call as cached."""
-        self.length += self._pending
-        self._pending = 0
+    def advance(self, t: int) -> None:
+        """Mark the ``t`` positions appended during this decode call as cached."""
+        self.length += t
 
     def reorder(self, indices: Tensor) -> KVCache:
         """Keep rows ``indices`` (a 1-D long tensor; may repeat or drop rows). In place.
 
         Beam search calls it with the parent of each surviving hypothesis; greedy decoding
-        calls it with the rows of unfinished sentences to shrink the batch. The self K/V
-        follow the rows; the cross K/V and the mask follow the sentences (see the module
-        docstring): copied only when the sentences change.
+        calls it with the rows of unfinished sentences to shrink the batch.
         """
-        room = max(self.capacity, self.length + 1)
         for lc in self.layers:
+            lc.cross_k = lc.cross_k.index_select(0, indices)
+            lc.cross_v = lc.cross_v.index_select(0, indices)
             if lc.self_k is not None and lc.self_v is not None:
-                # only the filled part is copied, packed, with room for the next position; the
-                # memory the rows were in becomes the next reorder's spare
-                new, store = _select_prefix(lc.self_k, lc.spare_k, indices, self.length, room)
-                lc.self_k, lc.store_k, lc.spare_k = new, store, lc.store_k
-                new, store = _select_prefix(lc.self_v, lc.spare_v, indices, self.length, room)
-                lc.self_v, lc.store_v, lc.spare_v = new, store, lc.store_v
-        sentence = indices // self.group  # (N',) the sentence of each new row
-        runs = torch.unique_consecutive(sentence)
-        group = indices.shape[0] // runs.shape[0]
-        grouped = indices.shape[0] == group * runs.shape[0] and bool(
-            (sentence.view(-1, group) == runs[:, None]).all()
-        )
-        if grouped:  # runs of `group` rows per sentence: keep one copy a sentence
-            keep = runs
-        else:  # rows of one sentence apart (never in this package's strategies): one a row
-            keep, group = sentence, 1
-        self.group = group
-        n = self.memory_mask.shape[0]
-        if keep.shape[0] == n and bool((keep == torch.arange(n, device=keep.device)).all()):
-            return self  # the same sentences in the same order: nothing to copy
-        for lc in self.layers:
-            lc.cross_k = lc.cross_k.index_select(0, keep)
-            lc.cross_v = lc.cross_v.index_select(0, keep)
-        self.memory_mask = self.memory_mask.index_select(0, keep)
-        self.no_padding = self.no_padding or bool(self.memory_mask.all())
+                lc.self_k = lc.self_k.index_select(0, indices)
+                lc.self_v = lc.self_v.index_select(0, indices)
+        self.memory_mask = self.memory_mask.index_select(0, indices)
         return self
-
-
-def _grow(buf: Tensor, room: int, filled: int) -> tuple[Tensor, Tensor]:
-    """A (B,H,room,Dh) buffer holding the first ``filled`` positions of ``buf``, and the flat
-    memory it is a view of."""
-    b, h, _, dh = buf.shape
-    store = buf.new_empty(b * h * room * dh)
-    new = store.view(b, h, room, dh)
-    new[:, :, :filled] = buf[:, :, :filled]
-    return new, store
-
-
-def _select_prefix(
-    buf: Tensor, spare: Tensor | None, indices: Tensor, filled: int, room: int
-) -> tuple[Tensor, Tensor]:
-    """Rows ``indices`` of the first ``filled`` positions of ``buf``, packed in a contiguous
-    (N,H,filled+1,Dh) buffer: a view of ``spare``'s flat memory when it is large enough,
-    else of a new block for max(N, ``buf``'s rows) rows of max(``room``, filled+1) positions.
-    Returns the new buffer and the flat memory it is a view of.
-
-    The room is one position: the next append fills it. Beam search reorders every step, so
-    that is all it needs; greedy decoding reorders only when a sentence finishes, and its next
-    step but one grows the buffer again (one more copy of the cache per finished sentence;
-    FLORES greedy measured the same speed as before, docs/benchmarks.md)."""
-    b, h, _, dh = buf.shape
-    n = indices.shape[0]
-    need = n * h * (filled + 1) * dh
-    if buf.requires_grad:  # outside inference: autograd cannot follow a copy into a buffer
-        fresh = buf.new_empty(n, h, filled + 1, dh)
-        fresh[:, :, :filled] = buf[:, :, :filled].index_select(0, indices)
-        return fresh, fresh.view(-1)
-    if spare is None or spare.numel() < need:
-        spare = buf.new_empty(max(n, b) * h * max(room, filled + 1) * dh)
-    new = spare[:need].view(n, h, filled + 1, dh)
-    torch.index_select(buf[:, :, :filled], 0, indices, out=new[:, :, :filled])
-    return new, spare

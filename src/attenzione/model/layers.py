@@ -144,41 +144,45 @@ class DecoderLayer(nn.Module):
         # 1) masked self-attention
         h = self.res_self.inner(x)
         attn = self.self_attn
-        q_self, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
+        q, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
         if cache is not None:
             k, v = cache.append(layer_index, k, v)  # (B,H,T_total,Dh)
         a, self_w = attn.attend(
-            q_self, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
+            q, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
         )
         x = self.res_self.outer(x, a)
 
         # 2) cross-attention: queries from the target, keys/values from the encoder memory
         h = self.res_cross.inner(x)
-        cross = self.cross_attn
-        q = cross.project_q(h)
-        group = 1
-        if cache is not None:
-            ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
-            group = cache.group
-        else:
-            if memory is None:
-                raise ValueError("decoding without a cache needs the encoder memory")
-            ck, cv = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
-        if group == 1:
-            a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
-        else:  # a sentence's `group` rows (its beams) query its one copy of the memory together
-            n, (rows, heads, t, dh) = ck.shape[0], q.shape
-            q_grouped = q.view(n, group, heads, t, dh).transpose(1, 2).reshape(n, heads, -1, dh)
-            a, cross_w = cross.attend(q_grouped, ck, cv, memory_mask, need_weights=need_weights)
-            a = a.reshape(rows, t, -1)  # (n, group·T, D) -> (n·group, T, D)
-            if cross_w is not None:  # (n, H, group·T, S) -> (n·group, H, T, S)
-                cross_w = cross_w.view(n, heads, group, t, -1).transpose(1, 2)
-                cross_w = cross_w.reshape(rows, heads, t, -1)
+        a, cross_rec = self.cross_attend(h, memory, memory_mask, cache, layer_index, need_weights)
         x = self.res_cross.outer(x, a)
 
         # 3) feed-forward
         x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
-        if self_w is None or cross_w is None:
+        if self_w is None or cross_rec is None:
             return x, None, None
-        self_rec = AttentionRecord(self_w, q_self, k, v, self_mask)
-        return x, self_rec, AttentionRecord(cross_w, q, ck, cv, memory_mask)
+        return x, AttentionRecord(self_w, q, k, v, self_mask), cross_rec
+
+    def cross_attend(
+        self,
+        h: Tensor,
+        memory: Tensor | None,
+        memory_mask: Tensor | None,
+        cache: KVCache | None,
+        layer_index: int,
+        need_weights: bool,
+    ) -> tuple[Tensor, AttentionRecord | None]:
+        """Cross-attention of the (B,T,D) states ``h`` over the memory: (B,T,D) and, with
+        ``need_weights``, its record (weights (B,H,T,S)). The memory's K/V come from the
+        cache when there is one (projected once per source batch), else from ``memory``."""
+        cross = self.cross_attn
+        q = cross.project_q(h)  # (B,H,T,Dh)
+        if cache is not None:
+            k, v = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
+        elif memory is not None:
+            k, v = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
+        else:
+            raise ValueError("decoding without a cache needs the encoder memory")
+        a, weights = cross.attend(q, k, v, memory_mask, need_weights=need_weights)
+        record = None if weights is None else AttentionRecord(weights, q, k, v, memory_mask)
+        return a, record

@@ -63,8 +63,8 @@ class EncoderOutput:
 class DecoderOutput:
     """logits (B,T,V); the cache (if any); per layer self and cross records (on request);
     the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding;
-    with a cache whose rows come in groups, one row a sentence: see
-    :mod:`attenzione.model.cache`)."""
+    with a cache, the cache's ``memory_mask``, which an inference cache keeps one row a
+    sentence rather than one a hypothesis)."""
 
     logits: Tensor
     cache: KVCache | None = None
@@ -160,15 +160,17 @@ class Transformer(nn.Module):
 
     # ------------------------------------------------------------------ decoder
     def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int = 64) -> KVCache:
-        """A cache holding every decoder layer's cross-attention K/V of ``memory`` (B,S,D)."""
+        """A cache holding every decoder layer's cross-attention K/V of ``memory`` (B,S,D).
+
+        ``capacity``: how many positions the decoding may reach; the cache here grows as it
+        goes and needs no such hint (a model prepared for inference preallocates with it).
+        """
         layers = []
         for layer in self.decoder_layers:
             assert isinstance(layer, DecoderLayer)
             k, v = layer.cross_attn.project_kv(memory)  # 2 × (B,H,S,Dh), computed once
-            # each made one block once: as projected they are strided views of one product,
-            # which the attention would otherwise copy at every step
-            layers.append(LayerCache(cross_k=k.contiguous(), cross_v=v.contiguous()))
-        return KVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
+            layers.append(LayerCache(cross_k=k, cross_v=v))
+        return KVCache(layers=layers, memory_mask=memory_mask)
 
     def decode(
         self,
@@ -186,8 +188,12 @@ class Transformer(nn.Module):
         Without a cache: ``tgt_ids`` (B,T) is the whole (right-padded) target prefix and
         ``memory``/``memory_mask`` come from :meth:`encode`. With a cache (from
         :meth:`init_cache`): ``tgt_ids`` holds only the new tokens, positions continue from
-        ``cache.length``, and the memory is not needed. ``output``: an output layer to use
-        instead of :attr:`generator` (a vocabulary shortlist's, which scores fewer pieces).
+        ``cache.length``, and the memory is not needed.
+
+        ``logits_at`` (B,T) bool: logits only at these positions, (N,V) in row-major order
+        (training's loss skips the padding this way, see :meth:`forward`). ``output``: an
+        output layer to use instead of :attr:`generator` (a vocabulary shortlist's, which
+        scores fewer pieces; the search passes it).
         """
         cfg = self.config
         offset = 0 if cache is None else cache.length
@@ -206,7 +212,7 @@ class Transformer(nn.Module):
                 self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
             if cache is None:
                 cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)  # (B,1,T,S)
-            else:  # the new tokens are real; one mask row a sentence (the cache's groups)
+            else:  # the new tokens are real: the cache's source mask is the whole story
                 cross_mask = memory_mask
         elif cache is not None and t > 1:
             self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
@@ -227,7 +233,7 @@ class Transformer(nn.Module):
                 self_recs.append(s_rec)
                 cross_recs.append(c_rec)
         if cache is not None:
-            cache.advance()
+            cache.advance(t)
         if logits_at is not None:
             x = x[logits_at]  # (B,T,D) -> (N,D): only the positions asked for
         head = self.generator if output is None else output

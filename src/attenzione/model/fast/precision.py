@@ -1,11 +1,14 @@
 """Inference precisions: fp32 (the reference), bf16 weights, int8 dynamic quantization.
 
+:func:`for_inference` prepares a loaded model for translating, whatever the precision: it also
+installs the fast decoding of :mod:`attenzione.model.fast.layers` (the same numbers as the
+plain decoder, up to the order of float sums).
+
 * ``"fp32"`` — the model's own numbers. On a CPU with oneDNN its large linear layers are
-  packed once into the layout the matrix multiply reads (:mod:`attenzione.model.fast.packing`): the
-  same
-  products summed in another order; at the shipped shape greedy decoding ran 1.65× as fast
-  in batches of 64 and 1.40× for one sentence (``python -m bench --preset shipped --only
-  decode``); ``pack=False`` keeps the plain layers (the reference the tests compare with).
+  packed once into the layout the matrix multiply reads (:mod:`attenzione.model.fast.packing`):
+  the same products summed in another order; at the shipped shape greedy decoding ran 1.65×
+  as fast in batches of 64 and 1.40× for one sentence (``python -m bench --preset shipped
+  --only decode``); ``pack=False`` keeps the plain linear layers.
 
 * ``"bf16"`` — the whole model cast to bfloat16 once (not autocast, which would re-cast the
   fp32 weights at every call): half the weight traffic, AVX-512 BF16 matrix multiplies
@@ -35,6 +38,7 @@ from torch import Tensor, nn
 
 from attenzione.model.attention import MultiHeadAttention
 from attenzione.model.fast import packing
+from attenzione.model.fast.layers import fast_decoding
 from attenzione.model.transformer import Transformer
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
@@ -138,8 +142,10 @@ def bf16_warning() -> str | None:
 
 
 def for_inference(model: Transformer, precision: str = "fp32", *, pack: bool = True) -> Transformer:
-    """The model to decode with at ``precision``. fp32: a copy with packed linear layers on
-    a CPU with oneDNN (``pack=False``, or elsewhere: ``model`` itself, in eval mode)."""
+    """The model to decode with at ``precision``, decoding the fast way at every precision
+    (:func:`~attenzione.model.fast.layers.fast_decoding`: a reused-buffer K/V cache, beams
+    grouped in cross-attention). fp32: a copy with packed linear layers on a CPU with oneDNN
+    (``pack=False``, or elsewhere: ``model`` itself, in eval mode); bf16, int8: a copy."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision == "bf16" and (note := bf16_warning()) is not None:
@@ -149,13 +155,13 @@ def for_inference(model: Transformer, precision: str = "fp32", *, pack: bool = T
         if pack and on_cpu and packing.available():
             try:
                 packed: Transformer = packing.pack_model(model)
-                return packed
+                return fast_decoding(packed)
             except (RuntimeError, TypeError):  # a torch whose oneDNN ops differ: the plain
                 pass  # layout computes the same numbers, only slower
-        return model.float().eval()
+        return fast_decoding(model.float().eval())
     if precision == "bf16":
-        return copy.deepcopy(model).to(torch.bfloat16).eval()
-    return quantize_int8(model)
+        return fast_decoding(copy.deepcopy(model).to(torch.bfloat16).eval())
+    return fast_decoding(quantize_int8(model))
 
 
 def logits_difference(a: Transformer, b: Transformer, src: Tensor, tgt: Tensor) -> float:

@@ -1,0 +1,95 @@
+"""Decoding for inference: the decoder layer and the Transformer on a
+:class:`~attenzione.model.fast.cache.FastKVCache`, behind the plain classes' interfaces.
+
+:func:`fast_decoding` turns a :class:`~attenzione.model.transformer.Transformer` into a
+:class:`FastTransformer` in place (the same modules and weights, the same numbers up to the
+order of float sums): its :meth:`~FastTransformer.init_cache` gives a
+:class:`~attenzione.model.fast.cache.FastKVCache`, and its decoder layers become
+:class:`FastDecoderLayer`, whose cross-attention takes a sentence's beams together against the
+sentence's one copy of the memory's K/V. :func:`attenzione.model.fast.precision.for_inference`
+calls it for every precision, so every model loaded to translate decodes this way.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from attenzione.model.attention import AttentionRecord
+from attenzione.model.cache import KVCache, LayerCache
+from attenzione.model.fast.cache import FastKVCache
+from attenzione.model.layers import DecoderLayer
+from attenzione.model.transformer import Transformer
+
+
+class FastDecoderLayer(DecoderLayer):
+    """A :class:`DecoderLayer` whose cross-attention reads a :class:`FastKVCache`'s groups.
+
+    With ``group`` rows a sentence, the cache holds the memory's K/V (n,H,S,Dh) once for the
+    n sentences; the (n·group,H,T,Dh) queries are regrouped to (n,H,group·T,Dh), so a
+    sentence's rows are one batch entry of the attention, and the output (and weights) are
+    regrouped back to one row a hypothesis.
+    """
+
+    def cross_attend(
+        self,
+        h: Tensor,
+        memory: Tensor | None,
+        memory_mask: Tensor | None,
+        cache: KVCache | None,
+        layer_index: int,
+        need_weights: bool,
+    ) -> tuple[Tensor, AttentionRecord | None]:
+        """(B,T,D) states → (B,T,D) and, with ``need_weights``, the record (weights
+        (B,H,T,S); its K/V one row a sentence)."""
+        cross = self.cross_attn
+        q = cross.project_q(h)  # (B,H,T,Dh)
+        group = 1
+        if cache is not None:
+            ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
+            if isinstance(cache, FastKVCache):
+                group = cache.group
+        else:
+            if memory is None:
+                raise ValueError("decoding without a cache needs the encoder memory")
+            ck, cv = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
+        if group == 1:
+            a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
+        else:  # a sentence's `group` rows (its beams) query its one copy of the memory together
+            n, (rows, heads, t, dh) = ck.shape[0], q.shape
+            q_grouped = q.view(n, group, heads, t, dh).transpose(1, 2).reshape(n, heads, -1, dh)
+            a, cross_w = cross.attend(q_grouped, ck, cv, memory_mask, need_weights=need_weights)
+            a = a.reshape(rows, t, -1)  # (n, group·T, D) -> (n·group, T, D)
+            if cross_w is not None:  # (n, H, group·T, S) -> (n·group, H, T, S)
+                cross_w = cross_w.view(n, heads, group, t, -1).transpose(1, 2)
+                cross_w = cross_w.reshape(rows, heads, t, -1)
+        if cross_w is None:
+            return a, None
+        return a, AttentionRecord(cross_w, q, ck, cv, memory_mask)
+
+
+class FastTransformer(Transformer):
+    """A :class:`Transformer` that decodes on a :class:`FastKVCache` with
+    :class:`FastDecoderLayer` s (made by :func:`fast_decoding`, never constructed)."""
+
+    def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int = 64) -> KVCache:
+        """A cache holding every decoder layer's cross-attention K/V of ``memory`` (B,S,D),
+        with room for ``capacity`` positions of self K/V."""
+        layers = []
+        for layer in self.decoder_layers:
+            assert isinstance(layer, DecoderLayer)
+            k, v = layer.cross_attn.project_kv(memory)  # 2 × (B,H,S,Dh), computed once
+            # each made one block once: as projected they are strided views of one product,
+            # which the attention would otherwise copy at every step
+            layers.append(LayerCache(cross_k=k.contiguous(), cross_v=v.contiguous()))
+        return FastKVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
+
+
+def fast_decoding(model: Transformer) -> FastTransformer:
+    """``model`` itself, made to decode the fast way (see the module docstring). In place:
+    only the classes change, every module and weight stays."""
+    for layer in model.decoder_layers:
+        assert isinstance(layer, DecoderLayer)
+        layer.__class__ = FastDecoderLayer
+    model.__class__ = FastTransformer
+    assert isinstance(model, FastTransformer)
+    return model

@@ -29,7 +29,7 @@ import torch
 from attenzione.data.corpus import read_pairs
 from attenzione.model import transformer as model
 from attenzione.model.fast.cache import FastKVCache
-from attenzione.search import constraints, decoding, lexicon, terms
+from attenzione.search import constraints, lexicon, strategies, terms
 from attenzione.translator.translator import Translator
 from bench.report import write
 from bench.shipped import FLORES
@@ -39,19 +39,19 @@ PARTS: list[tuple[str, Any, str]] = [
     ("network: encoder", model.Transformer, "encode"),
     ("network: decoder step", model.Transformer, "decode"),
     ("log-softmax", torch, "log_softmax"),
-    ("beam search's ranking", decoding.BeamSearch, "step"),
-    ("  of which: finishing hypotheses", decoding.BeamSearch, "_finish"),
+    ("beam search's ranking", strategies.BeamSearch, "step"),
+    ("  of which: finishing hypotheses", strategies.BeamSearch, "_finish"),
     ("cache reorder", FastKVCache, "reorder"),
     ("word check", lexicon.WordCheck, "penalty"),
     ("word check: advance", lexicon.WordCheck, "advance"),
     ("attention coverage", terms.AttentionCoverage, "charge"),
-    ("attention coverage: advance", terms.AttentionCoverage, "advance"),
-    ("symbol coverage: advance", terms.SymbolCoverage, "advance"),
+    ("attention coverage: reorder", terms.AttentionCoverage, "reorder"),
+    ("symbol coverage: reorder", terms.SymbolCoverage, "reorder"),
     ("UTF-8 constraint: mask", constraints.WellFormedUTF8, "mask"),
-    ("UTF-8 constraint: trim", constraints.WellFormedUTF8, "trim"),
-    ("UTF-8 constraint: advance", constraints.WellFormedUTF8, "advance"),
+    ("UTF-8 constraint: reorder", constraints.WellFormedUTF8, "reorder"),
+    ("whole characters: mask", constraints.WholeCharacters, "mask"),
     ("byte bans: mask", constraints.ByteBan, "mask"),
-    ("byte bans: advance", constraints.ByteBan, "advance"),
+    ("byte bans: reorder", constraints.ByteBan, "reorder"),
 ]
 
 

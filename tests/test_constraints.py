@@ -187,8 +187,8 @@ def test_byte_pieces_spell_only_the_sources_characters(cfg: DecodeConfig) -> Non
     free = generate(_SwappedBytes(), src(2), cfg, constraints=[WellFormedUTF8(ROLES_3)])
     assert free[0][0].tokens == [A, C, B]  # well-formed UTF-8, but "⊉"
     whole = WholeCharacters(BYTE_OF, [frozenset({LE}), frozenset()])
-    utf8 = WellFormedUTF8(ROLES_3, whole)
-    out = generate(_SwappedBytes(), src(2), cfg, constraints=[utf8])
+    utf8 = [WellFormedUTF8(ROLES_3), whole]
+    out = generate(_SwappedBytes(), src(2), cfg, constraints=utf8)
     assert out[0][0].tokens == [A, B, C]  # only "≤" can be spelled
     assert not any(h.tokens[:2] == [A, C] for h in out[0])
     # the bytes keep the model's probabilities (the UTF-8 check's, over the continuation
@@ -197,7 +197,11 @@ def test_byte_pieces_spell_only_the_sources_characters(cfg: DecodeConfig) -> Non
     # the second sentence has no character to spell: left to the UTF-8 check alone
     assert out[1][0].tokens == free[1][0].tokens
     # the same constraint serves a second search as it did the first
-    assert _tokens(generate(_SwappedBytes(), src(2), cfg, constraints=[utf8])) == _tokens(out)
+    assert _tokens(generate(_SwappedBytes(), src(2), cfg, constraints=utf8)) == _tokens(out)
+    # a constraint of its own: it counts the bytes a character owes without the UTF-8 check
+    alone = generate(_SwappedBytes(), src(2), cfg, constraints=[whole])
+    assert alone[0][0].tokens == [A, B, C]
+    assert alone[0][0].log_prob == pytest.approx(math.log(0.4 * 0.4))
 
 
 def test_whole_characters_follow_their_sentence_through_beams() -> None:
@@ -205,8 +209,8 @@ def test_whole_characters_follow_their_sentence_through_beams() -> None:
     # model likes, whatever rows beam search gives each
     cfg = DecodeConfig(method="beam", beam_size=2, n_best=2)
     chars = [frozenset(), frozenset({LE}), frozenset()]
-    utf8 = WellFormedUTF8(ROLES_3, WholeCharacters(BYTE_OF, chars))
-    out = generate(_SwappedBytes(), src(3), cfg, constraints=[utf8])
+    utf8 = [WellFormedUTF8(ROLES_3), WholeCharacters(BYTE_OF, chars)]
+    out = generate(_SwappedBytes(), src(3), cfg, constraints=utf8)
     free = generate(_SwappedBytes(), src(3), cfg, constraints=[WellFormedUTF8(ROLES_3)])
     assert out[0] == free[0] and out[2] == free[2]
     assert free[0][0].tokens == [A, C, B]
@@ -218,8 +222,8 @@ def test_whole_characters_follow_their_sentence_through_beams() -> None:
 def test_malformed_whole_characters_are_refused() -> None:
     le_only = [frozenset({LE}), frozenset()]
     with pytest.raises(ValueError, match="the byte of each of 6 target tokens"):
-        short = WellFormedUTF8(ROLES_3, WholeCharacters(BYTE_OF[:5], le_only))
-        generate(_SwappedBytes(), src(2), constraints=[short])
+        short = WholeCharacters(BYTE_OF[:5], le_only)
+        generate(_SwappedBytes(), src(2), constraints=[WellFormedUTF8(ROLES_3), short])
     with pytest.raises(ValueError, match="the characters of 3 sources"):
-        two = WellFormedUTF8(ROLES_3, WholeCharacters(BYTE_OF, le_only))
-        generate(_SwappedBytes(), src(3), constraints=[two])
+        two = WholeCharacters(BYTE_OF, le_only)
+        generate(_SwappedBytes(), src(3), constraints=[WellFormedUTF8(ROLES_3), two])

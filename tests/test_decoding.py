@@ -1,6 +1,7 @@
 """Decoding: the loop and its three strategies (greedy, sampling, beam search), on a scripted
 stub and on a real tiny model; and that the loop knows constraints and ranking terms only
-through their interfaces (:class:`Constraint`, :class:`Term`)."""
+through their one hook protocol (:mod:`attenzione.search.hooks`: :class:`Constraint`,
+:class:`Term`)."""
 
 from __future__ import annotations
 
@@ -267,14 +268,17 @@ class _NotAfter(Constraint):
         self.first, self.then = first, then
         self.last = torch.zeros(0, dtype=torch.long)  # (N,) each row's last token
 
-    def start(self, row_sentence: list[int]) -> None:
-        self.last = torch.full((len(row_sentence),), -1, dtype=torch.long)
+    def start(self, batch: int, vocab: int) -> None:
+        self.last = torch.full((batch,), -1, dtype=torch.long)
 
-    def mask(self, logits: torch.Tensor) -> None:
-        logits[self.last == self.first, self.then] = float("-inf")
+    def mask(self, scores: torch.Tensor) -> None:
+        scores[self.last == self.first, self.then] = float("-inf")
 
-    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
-        self.last = tokens.clone()  # rows: the parents; only their newest token matters
+    def reorder(self, rows: torch.Tensor | None, tokens: torch.Tensor | None) -> None:
+        if rows is not None:
+            self.last = self.last[rows]
+        if tokens is not None:
+            self.last = tokens.clone()
 
 
 class _EndsWith(Term):
@@ -287,9 +291,9 @@ class _EndsWith(Term):
         self.last: list[int] = []
         self.wrote: list[bool] = []
 
-    def start(self, row_sentence: list[int]) -> None:
-        self.last = [-1] * len(row_sentence)
-        self.wrote = [False] * len(row_sentence)
+    def start(self, batch: int, vocab: int) -> None:
+        self.last = [-1] * batch
+        self.wrote = [False] * batch
 
     def at_end(self, row: int, token: int) -> tuple[float, bool]:
         if self.owing:
@@ -298,12 +302,15 @@ class _EndsWith(Term):
         last = token if token != EOS else self.last[row]
         return (self.cost if last == self.token else 0.0), False
 
-    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+    def reorder(self, rows: torch.Tensor | None, tokens: torch.Tensor | None) -> None:
         parents = list(range(len(self.last))) if rows is None else rows.tolist()
-        self.wrote = [
-            self.wrote[p] or t == self.token for p, t in zip(parents, tokens.tolist(), strict=True)
-        ]
-        self.last = tokens.tolist()
+        self.wrote = [self.wrote[p] for p in parents]
+        self.last = [self.last[p] for p in parents]
+        if tokens is not None:
+            self.wrote = [
+                w or t == self.token for w, t in zip(self.wrote, tokens.tolist(), strict=True)
+            ]
+            self.last = tokens.tolist()
 
 
 @dataclass
@@ -327,8 +334,8 @@ class _Tolls(Term):
         self.token, self.on_write, self.after = token, on_write, after
         self.just_wrote = torch.zeros(0, dtype=torch.bool)
 
-    def start(self, row_sentence: list[int]) -> None:
-        self.just_wrote = torch.zeros(len(row_sentence), dtype=torch.bool)
+    def start(self, batch: int, vocab: int) -> None:
+        self.just_wrote = torch.zeros(batch, dtype=torch.bool)
 
     def charge(
         self, log_probs: torch.Tensor, attention: Sequence[torch.Tensor] | None
@@ -336,8 +343,11 @@ class _Tolls(Term):
         now = self.just_wrote.float() * self.after if self.after else None
         return _Toll(now, self.token, self.on_write)
 
-    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
-        self.just_wrote = tokens == self.token
+    def reorder(self, rows: torch.Tensor | None, tokens: torch.Tensor | None) -> None:
+        if rows is not None:
+            self.just_wrote = self.just_wrote[rows]
+        if tokens is not None:
+            self.just_wrote = tokens == self.token
 
 
 @pytest.mark.parametrize(
@@ -435,63 +445,80 @@ class _Recorder(Constraint, Term):
     """Both a constraint and a term that allows and charges nothing and records what the
     loop tells it."""
 
-    def __init__(self, *, reads_attention: bool = False) -> None:
-        self.reads_attention = reads_attention
-        self.checked: list[tuple[int, int]] = []
-        self.started: list[list[int]] = []
+    def __init__(self, *, reads_attention: bool = False, normalised: bool = False) -> None:
+        self.reads_attention, self.normalised = reads_attention, normalised
+        self.started: list[tuple[int, int]] = []
         self.calls: list[str] = []
         self.attention: list[Sequence[torch.Tensor] | None] = []
-        self.rows = 0  # how many rows there are now
-        self.sizes: list[int] = []  # the rows after each advance
+        self.sentence: list[int] = []  # the sentence of each row now
+        self.sentences: list[list[int]] = []  # ... after each reorder
+        self.masked: list[torch.Tensor] = []  # copies of what mask was given
 
-    def check(self, batch: int, vocab: int) -> None:
-        self.checked.append((batch, vocab))
+    def start(self, batch: int, vocab: int) -> None:
+        self.started.append((batch, vocab))
+        self.sentence = list(range(batch))
 
-    def start(self, row_sentence: list[int]) -> None:
-        self.started.append(list(row_sentence))
-        self.rows = len(row_sentence)
-
-    def mask(self, logits: torch.Tensor) -> None:
-        assert logits.shape == (self.rows, V)
+    def mask(self, scores: torch.Tensor) -> None:
+        assert scores.shape == (len(self.sentence), V)
+        self.masked.append(scores.clone())
         self.calls.append("mask")
 
-    def trim(self, logits: torch.Tensor, log_probs: torch.Tensor) -> None:
-        assert logits.shape == log_probs.shape == (self.rows, V)
-        self.calls.append("trim")
-
     def charge(self, log_probs: torch.Tensor, attention: Sequence[torch.Tensor] | None) -> None:
-        assert log_probs.shape == (self.rows, V)
+        assert log_probs.shape == (len(self.sentence), V)
         self.attention.append(attention)
         self.calls.append("charge")
 
-    def advance(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+    def reorder(self, rows: torch.Tensor | None, tokens: torch.Tensor | None) -> None:
         if rows is not None:
-            assert int(rows.max()) < self.rows
-            self.rows = len(rows)
-        assert tokens.shape == (self.rows,)
-        self.sizes.append(self.rows)
-        self.calls.append("advance")
+            assert int(rows.max()) < len(self.sentence)
+            self.sentence = [self.sentence[r] for r in rows.tolist()]
+        if tokens is not None:
+            assert tokens.shape == (len(self.sentence),)
+        self.sentences.append(list(self.sentence))
+        self.calls.append("reorder" if tokens is not None else "first rows")
 
 
-def test_the_loop_checks_starts_and_advances_constraints_and_terms() -> None:
-    # greedy: one row per sentence; the terms are not even started
+def test_the_loop_starts_and_reorders_constraints_and_terms_as_the_cache() -> None:
+    # greedy: one row per sentence; the terms are started (checked) but never called
     constraint, term = _Recorder(), _Recorder()
-    generate(Attending(), src(3), DecodeConfig(method="greedy"), constraints=[constraint])
-    assert constraint.checked == [(3, V)] and constraint.started == [[0, 1, 2]]
-    assert set(constraint.calls) == {"mask", "trim", "advance"}
-    generate(Attending(), src(3), DecodeConfig(method="greedy"), terms=[term])
-    assert term.checked == [(3, V)] and term.started == [] and term.calls == []
-    # beam search: K consecutive rows per sentence; each step masks, trims, then charges
+    cfg = DecodeConfig(method="greedy")
+    generate(Attending(), src(3), cfg, constraints=[constraint], terms=[term])
+    assert constraint.started == term.started == [(3, V)]
+    assert constraint.calls[:3] == ["first rows", "mask", "reorder"]
+    assert constraint.sentences[0] == [0, 1, 2] and term.calls == []
+    # beam search: K consecutive rows per sentence; each step masks, then charges
     constraint, term = _Recorder(), _Recorder()
     cfg = DecodeConfig(method="beam", beam_size=2)
     generate(Attending(), src(3), cfg, constraints=[constraint], terms=[term])
     for part in (constraint, term):
-        assert part.checked == [(3, V)]
-        assert part.started == [[0, 0, 1, 1, 2, 2]]
-        assert part.sizes[0] == 6
-    assert constraint.calls[:3] == ["mask", "trim", "advance"]
-    assert term.calls[:2] == ["charge", "advance"]
-    assert constraint.calls.count("advance") == term.calls.count("advance") >= 1
+        assert part.started == [(3, V)]
+        assert part.sentences[0] == [0, 0, 1, 1, 2, 2]  # the strategy's first rows
+        # the rows stay K consecutive ones per live sentence, in the sentences' order
+        assert all(s == sorted(s) and len(s) % 2 == 0 for s in part.sentences)
+    assert constraint.calls[:3] == ["first rows", "mask", "reorder"]
+    assert term.calls[:3] == ["first rows", "charge", "reorder"]
+    assert constraint.calls.count("reorder") == term.calls.count("reorder") >= 1
+
+
+def test_a_constraint_that_masks_after_normalisation_masks_without_renormalising() -> None:
+    # the scores it is given: the logits, then the log-probs, of the same rows
+    seen = _Recorder(normalised=True)
+    greedy = DecodeConfig(method="greedy")
+    generate(ScriptedModel(), src(2), greedy, constraints=[seen])
+    logits, log_probs = seen.masked[:2]
+    assert torch.allclose(log_probs, torch.log_softmax(logits, dim=-1))
+
+    class _NoB(_Recorder):
+        def mask(self, scores: torch.Tensor) -> None:
+            scores[:, B] = float("-inf")
+
+    # B (0.4) masked after normalisation: A keeps its 0.6, it is not renormalised to 1
+    for normalised, first in ((True, math.log(0.6)), (False, 0.0)):
+        cfg = DecodeConfig(method="greedy", max_len_a=0.0, max_len_b=1)
+        (best,) = generate(ScriptedModel(), src(), cfg, constraints=[_NoB(normalised=normalised)])[
+            0
+        ]
+        assert best.tokens == [A] and best.log_prob == pytest.approx(first)
 
 
 def test_only_a_term_that_reads_attention_is_given_it() -> None:
@@ -510,7 +537,7 @@ def test_only_a_term_that_reads_attention_is_given_it() -> None:
 
 def test_what_a_constraint_or_a_term_refuses_is_refused_before_decoding() -> None:
     class _SmallVocab(Constraint, Term):
-        def check(self, batch: int, vocab: int) -> None:
+        def start(self, batch: int, vocab: int) -> None:
             if vocab > 5:
                 raise ValueError("too many tokens")
 
@@ -526,16 +553,13 @@ def test_the_tiny_models_vocabulary_is_what_the_loop_checks_against() -> None:
     model, ids = tiny_model(), tiny_batch()
 
     class _Tiny(_Recorder):
-        def mask(self, logits: torch.Tensor) -> None:
-            assert logits.shape == (self.rows, TINY_TGT_VOCAB)
-
-        def trim(self, logits: torch.Tensor, log_probs: torch.Tensor) -> None:
-            pass
+        def mask(self, scores: torch.Tensor) -> None:
+            assert scores.shape == (len(self.sentence), TINY_TGT_VOCAB)
 
     tiny = _Tiny()
     out = generate(model, ids, DecodeConfig(method="beam", beam_size=3), constraints=[tiny])
-    assert tiny.checked == [(5, TINY_TGT_VOCAB)]
-    assert tiny.started == [[s for s in range(5) for _ in range(3)]]
+    assert tiny.started == [(5, TINY_TGT_VOCAB)]
+    assert tiny.sentences[0] == [s for s in range(5) for _ in range(3)]
     assert out == generate(model, ids, DecodeConfig(method="beam", beam_size=3))
 
 

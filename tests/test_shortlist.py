@@ -11,7 +11,7 @@ from attenzione.config import DecodeConfig
 from attenzione.model.fast.precision import for_inference
 from attenzione.model.transformer import Transformer
 from attenzione.search.decoding import generate
-from attenzione.search.shortlist import Counts, Shortlist, build, output_layer
+from attenzione.search.shortlist import Counts, Shortlist, build, output_head, output_layer
 from attenzione.translator import model_dir
 from attenzione.translator.translator import Translator
 from tiny_model import small_model, tiny_translator
@@ -87,7 +87,7 @@ def test_a_list_of_every_piece_changes_nothing() -> None:
     every = torch.arange(V)
     for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=3)):
         a = generate(model, src, cfg)
-        b = generate(model, src, cfg, vocab=every, output=output_layer(model, every))
+        b = generate(model, src, cfg, head=output_head(model, every))
         assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
         for ha, hb in zip(a, b, strict=True):
             assert ha[0].log_prob == pytest.approx(hb[0].log_prob, abs=1e-4)
@@ -104,7 +104,7 @@ def test_a_greedy_path_inside_the_list_is_the_same_path_scored_over_the_list() -
     others = [i for i in torch.randperm(V, generator=g).tolist() if i not in used][:20]
     ids = torch.tensor(sorted(used | set(others) | {2}))
     assert len(ids) < V
-    short = generate(model, src, cfg, vocab=ids, output=output_layer(model, ids))
+    short = generate(model, src, cfg, head=output_head(model, ids))
     for row, (hf, hs) in enumerate(zip(full, short, strict=True)):
         tokens = hf[0].tokens
         assert hs[0].tokens == tokens
@@ -122,14 +122,8 @@ def test_a_list_without_the_models_choice_changes_the_translation() -> None:
     cfg = DecodeConfig(method="greedy", max_len_b=6)
     first = generate(model, src[:1], cfg)[0][0].tokens[0]
     ids = torch.tensor([i for i in range(V) if i != first])
-    out = generate(model, src[:1], cfg, vocab=ids, output=output_layer(model, ids))
+    out = generate(model, src[:1], cfg, head=output_head(model, ids))
     assert out[0][0].tokens[0] != first
-
-
-def test_vocab_without_output_is_refused() -> None:
-    model, src = _model(False), _sources()
-    with pytest.raises(ValueError, match="both vocab"):
-        generate(model, src, DecodeConfig(method="greedy"), vocab=torch.arange(V))
 
 
 def _tiny_shortlist(tr: Translator) -> Shortlist:

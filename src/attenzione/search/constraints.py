@@ -1,20 +1,25 @@
 """Hard constraints of decoding: tokens a row may not write, whatever the model thinks.
 
-Each is a :class:`attenzione.search.decoding.Constraint` passed to
-:func:`attenzione.search.decoding.generate` in a list; they hold for every method (greedy, sampling,
-beam search). All three exist because of byte fallback: a SentencePiece vocabulary spells a
+Each is a :class:`attenzione.search.hooks.Constraint` passed to
+:func:`attenzione.search.decoding.generate` in a list; they hold for every method (greedy,
+sampling, beam search).
+
+* :class:`MinLength`: no ``<eos>`` before ``min_len`` tokens (``DecodeConfig.min_len``; the
+  loop adds it itself).
+* :class:`Never`: tokens no row may write (a model's corpus tags).
+
+The others exist because of byte fallback: a SentencePiece vocabulary spells a
 character it lacks as its UTF-8 bytes (``£`` = ``<0xC2><0xA3>``), and a model that writes
 bytes can write nonsense with them.
 
-* :class:`Never`: tokens no row may write (a model's corpus tags).
 * :class:`ByteBan`: the byte pieces a sentence's source was not spelled with may not be
   written — such a character in the output can only be one copied from the source, and a
   stray byte elsewhere would decode as "�".
 * :class:`WellFormedUTF8`: after a lead byte only continuation bytes may follow, as many as it
   announces (and no ``<eos>``); elsewhere a continuation byte, or a byte UTF-8 never uses, may
   not be written. The choice is renormalised over what is allowed, as a ban is.
-* :class:`WholeCharacters` (an option of :class:`WellFormedUTF8`, whose byte count it reads):
-  the bytes spell only whole characters of the sentence's source.
+* :class:`WholeCharacters`: the bytes spell only whole characters of the sentence's source
+  (after normalisation: what it masks is not renormalised).
 """
 
 from __future__ import annotations
@@ -24,7 +29,26 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
-from attenzione.search.decoding import Constraint
+from attenzione.search.hooks import Constraint
+
+
+class MinLength(Constraint):
+    """No ``<eos>`` (``eos_id``) before ``min_len`` tokens have been written."""
+
+    def __init__(self, min_len: int, eos_id: int) -> None:
+        self.min_len, self.eos_id = min_len, eos_id
+        self.written = 0
+
+    def start(self, batch: int, vocab: int) -> None:
+        self.written = 0
+
+    def mask(self, scores: Tensor) -> None:
+        if self.written < self.min_len:
+            scores[:, self.eos_id] = float("-inf")
+
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
+        if tokens is not None:
+            self.written += 1
 
 
 class Never(Constraint):
@@ -36,12 +60,12 @@ class Never(Constraint):
             raise ValueError("<eos> may not be banned: every sentence must be able to end")
         self.ids = list(ids)
 
-    def check(self, batch: int, vocab: int) -> None:
+    def start(self, batch: int, vocab: int) -> None:
         if any(not 0 <= i < vocab for i in self.ids):
             raise ValueError(f"banned tokens must be ids of the {vocab}-token vocabulary")
 
-    def mask(self, logits: Tensor) -> None:
-        logits[:, self.ids] = float("-inf")
+    def mask(self, scores: Tensor) -> None:
+        scores[:, self.ids] = float("-inf")
 
 
 class ByteBan(Constraint):
@@ -56,20 +80,17 @@ class ByteBan(Constraint):
         self.cols = torch.zeros(0, dtype=torch.long, device=banned.device)
         self.rows = banned
 
-    def check(self, batch: int, vocab: int) -> None:
+    def start(self, batch: int, vocab: int) -> None:
         if self.banned.dtype != torch.bool or tuple(self.banned.shape) != (batch, vocab):
             raise ValueError(f"banned must be a bool tensor of shape {(batch, vocab)}")
-
-    def start(self, row_sentence: list[int]) -> None:
-        index = torch.tensor(row_sentence, dtype=torch.long, device=self.banned.device)
         self.cols = self.banned.any(dim=0).nonzero().squeeze(1)  # (C,)
-        self.rows = self.banned[index][:, self.cols]  # (N,C)
+        self.rows = self.banned[:, self.cols]  # (N,C)
 
-    def mask(self, logits: Tensor) -> None:
+    def mask(self, scores: Tensor) -> None:
         if self.cols.numel():
-            logits[:, self.cols] = logits[:, self.cols].masked_fill_(self.rows, float("-inf"))
+            scores[:, self.cols] = scores[:, self.cols].masked_fill_(self.rows, float("-inf"))
 
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
         if rows is not None:
             self.rows = self.rows[rows]
 
@@ -86,14 +107,19 @@ def utf8_roles(byte_pieces: Mapping[str, int], vocab_size: int) -> Tensor:
     token; an ASCII byte is complete in itself (0)."""
     roles = torch.full((vocab_size,), NOT_A_BYTE, dtype=torch.long)
     for piece, i in byte_pieces.items():
-        byte = int(piece[3:5], 16)
-        if 0x80 <= byte <= 0xBF:
-            roles[i] = CONTINUATION
-        elif byte in (0xC0, 0xC1) or byte >= 0xF5:
-            roles[i] = NEVER
-        elif byte >= 0xC2:
-            roles[i] = 1 if byte <= 0xDF else 2 if byte <= 0xEF else 3
+        roles[i] = _role(int(piece[3:5], 16))
     return roles
+
+
+def _role(byte: int) -> int:
+    """What ``byte`` is as UTF-8 (:func:`utf8_roles`; -1, no byte: ``NOT_A_BYTE``)."""
+    if 0x80 <= byte <= 0xBF:
+        return CONTINUATION
+    if byte in (0xC0, 0xC1) or byte >= 0xF5:
+        return NEVER
+    if byte >= 0xC2:
+        return 1 if byte <= 0xDF else 2 if byte <= 0xEF else 3
+    return NOT_A_BYTE
 
 
 def _keep_utf8(logits: Tensor, owed: Tensor, cont: Tensor, closed: Tensor) -> None:
@@ -120,59 +146,97 @@ def _next_owed(owed: Tensor, tokens: Tensor, roles: Tensor) -> Tensor:
     return torch.where(role == CONTINUATION, (owed - 1).clamp(min=0), role.clamp(min=0))
 
 
-class WholeCharacters:
+class WellFormedUTF8(Constraint):
+    """Byte pieces that always make well-formed UTF-8 (see the module docstring).
+
+    ``roles``: (V,) what each token is as UTF-8 (:func:`utf8_roles`)."""
+
+    def __init__(self, roles: Tensor) -> None:
+        self.roles = roles
+        # the continuation bytes, all a row that owes some may write; and the bytes a row
+        # that owes nothing may not write: continuation and NEVER bytes
+        cont = roles == CONTINUATION
+        self.cont = cont.nonzero().squeeze(1)
+        self.closed = (cont | (roles == NEVER)).nonzero().squeeze(1)
+        self.owed = torch.zeros(0, dtype=torch.long, device=roles.device)  # (N,)
+
+    def start(self, batch: int, vocab: int) -> None:
+        if tuple(self.roles.shape) != (vocab,):
+            raise ValueError(f"utf8 must have one role per target token ({vocab},)")
+        self.owed = torch.zeros(batch, dtype=torch.long, device=self.roles.device)
+
+    def mask(self, scores: Tensor) -> None:
+        _keep_utf8(scores, self.owed, self.cont, self.closed)
+
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
+        if rows is not None:
+            self.owed = self.owed[rows]
+        if tokens is not None:
+            self.owed = _next_owed(self.owed, tokens, self.roles)
+
+
+class WholeCharacters(Constraint):
     """Byte pieces that spell only whole characters of the sentence's source.
 
     A byte-fallback vocabulary spells a character it lacks in bytes ("≤" = ``<0xE2>``
     ``<0x89>`` ``<0xA4>``), so such a character in a translation is one the model copies
-    from its source, byte by byte. Well-formed UTF-8 (:func:`utf8_roles`) and a ban of the
-    bytes the source lacks still let it end "≤" as "≉" (E2 89 89), or "№" (E2 84 96) as "℄"
-    (E2 84 84): bytes the source has, in another order. With this, a row that has begun a
+    from its source, byte by byte. Well-formed UTF-8 (:class:`WellFormedUTF8`) and a ban of
+    the bytes the source lacks still let it end "≤" as "≉" (E2 89 89), or "№" (E2 84 96) as
+    "℄" (E2 84 84): bytes the source has, in another order. With this, a row that has begun a
     character may only go on with a byte that keeps it the beginning of one of its
     sentence's ``chars``.
+
+    It masks after normalisation: the byte left keeps the probability the model gave it, so
+    a character begun by mistake is not made cheaper to finish. A row whose every allowed
+    byte is masked already is left as it is rather than emptied.
 
     ``byte_of``: (V,) the byte each byte piece writes (-1 for other tokens); ``chars``: per
     sentence, the UTF-8 of each character it may spell in bytes (its source's)."""
 
+    normalised = True
+
     def __init__(self, byte_of: Tensor, chars: Sequence[frozenset[bytes]]) -> None:
         self.byte_of: list[int] = byte_of.tolist()
         self.token_of = {b: t for t, b in enumerate(self.byte_of) if b >= 0}
+        # what each token is as UTF-8 (utf8_roles), to count the bytes a character owes
+        self.roles = torch.tensor([_role(b) for b in self.byte_of], dtype=torch.long)
         self.chars = list(chars)
         self.sentence: list[int] = []  # the sentence each row belongs to
         self.begun: list[bytes] = []  # the bytes of the character each row is writing
+        self.owed = torch.zeros(0, dtype=torch.long)  # (N,) the bytes it still owes
 
-    def start(self, row_sentence: list[int]) -> None:
-        """A new search, whose rows belong to these sentences."""
-        self.sentence = list(row_sentence)
-        self.begun = [b""] * len(row_sentence)
+    def start(self, batch: int, vocab: int) -> None:
+        if len(self.chars) != batch or len(self.byte_of) != vocab:
+            raise ValueError(
+                f"whole characters need the characters of {batch} sources and the byte of "
+                f"each of {vocab} target tokens"
+            )
+        self.sentence = list(range(batch))
+        self.begun = [b""] * batch
+        self.owed = torch.zeros(batch, dtype=torch.long)
 
-    def mask(self, owed: Tensor, logits: Tensor, log_probs: Tensor) -> None:
-        """Mask in place, in the (N,V) ``logits`` and ``log_probs`` alike, the bytes that
-        would make a row's character none of its source's. ``owed``: the continuation bytes
-        each row still owes (:func:`_next_owed`). The log-probs are not renormalised: the
-        byte left keeps the probability the model gave it, so a character begun by mistake
-        is not made cheaper to finish. A row whose every allowed byte is masked already is
-        left as it is rather than emptied."""
-        for r in (owed > 0).nonzero().flatten().tolist():
+    def mask(self, scores: Tensor) -> None:
+        for r in (self.owed > 0).nonzero().flatten().tolist():
             begun, n = self.begun[r], len(self.begun[r])
             chars = self.chars[self.sentence[r]]
             allowed = {c[n] for c in chars if n and len(c) > n and c.startswith(begun)}
             ids = [self.token_of[b] for b in allowed if b in self.token_of]
-            if not ids or not bool(torch.isfinite(logits[r, ids]).any()):
+            if not ids or not bool(torch.isfinite(scores[r, ids]).any()):
                 continue
-            for scores in (logits, log_probs):
-                keep = scores[r, ids].clone()
-                scores[r] = float("-inf")
-                scores[r, ids] = keep
+            keep = scores[r, ids].clone()
+            scores[r] = float("-inf")
+            scores[r, ids] = keep
 
-    def advance(self, rows: Tensor | None, tokens: Tensor, owed: Tensor) -> None:
-        """The rows live on from ``rows`` (None: the same), write ``tokens`` and then owe
-        ``owed`` continuation bytes."""
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
         if rows is not None:
             parents = rows.tolist()
             self.sentence = [self.sentence[r] for r in parents]
             self.begun = [self.begun[r] for r in parents]
-        for r, (tok, left) in enumerate(zip(tokens.tolist(), owed.tolist(), strict=True)):
+            self.owed = self.owed[rows.cpu()]
+        if tokens is None:
+            return
+        self.owed = _next_owed(self.owed, tokens.cpu(), self.roles)
+        for r, (tok, left) in enumerate(zip(tokens.tolist(), self.owed.tolist(), strict=True)):
             byte = self.byte_of[tok]
             if byte < 0x80:  # not a byte piece, or ASCII: no character is open
                 self.begun[r] = b""
@@ -182,50 +246,3 @@ class WholeCharacters:
                 self.begun[r] = bytes([byte])
             if not left:
                 self.begun[r] = b""  # the character is complete
-
-
-class WellFormedUTF8(Constraint):
-    """Byte pieces that always make well-formed UTF-8 (see the module docstring).
-
-    ``roles``: (V,) what each token is as UTF-8 (:func:`utf8_roles`); ``whole``: the
-    characters each sentence may spell in bytes (:class:`WholeCharacters`; None: any)."""
-
-    def __init__(self, roles: Tensor, whole: WholeCharacters | None = None) -> None:
-        self.roles = roles
-        # the continuation bytes, all a row that owes some may write; and the bytes a row
-        # that owes nothing may not write: continuation and NEVER bytes
-        cont = roles == CONTINUATION
-        self.cont = cont.nonzero().squeeze(1)
-        self.closed = (cont | (roles == NEVER)).nonzero().squeeze(1)
-        self.whole = whole
-        self.owed = torch.zeros(0, dtype=torch.long, device=roles.device)  # (N,)
-
-    def check(self, batch: int, vocab: int) -> None:
-        if tuple(self.roles.shape) != (vocab,):
-            raise ValueError(f"utf8 must have one role per target token ({vocab},)")
-        if self.whole is not None and (
-            len(self.whole.chars) != batch or len(self.whole.byte_of) != vocab
-        ):
-            raise ValueError(
-                f"whole needs the characters of {batch} sources and the byte of each of "
-                f"{vocab} target tokens"
-            )
-
-    def start(self, row_sentence: list[int]) -> None:
-        self.owed = torch.zeros(len(row_sentence), dtype=torch.long, device=self.roles.device)
-        if self.whole is not None:
-            self.whole.start(row_sentence)
-
-    def mask(self, logits: Tensor) -> None:
-        _keep_utf8(logits, self.owed, self.cont, self.closed)
-
-    def trim(self, logits: Tensor, log_probs: Tensor) -> None:
-        if self.whole is not None:
-            self.whole.mask(self.owed, logits, log_probs)
-
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
-        if rows is not None:
-            self.owed = self.owed[rows]
-        self.owed = _next_owed(self.owed, tokens, self.roles)
-        if self.whole is not None:
-            self.whole.advance(rows, tokens, self.owed)

@@ -323,13 +323,16 @@ class WordCheck:
             return False  # this word has paid already
         return bool(new) and not self.lex.fits(sent, new, whole=False)
 
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
-        """The rows live on from ``rows`` (None: the same) and write ``tokens``."""
+    def advance(self, rows: Tensor | None, tokens: Tensor | None) -> None:
+        """The rows live on from ``rows`` (None: the same) and write ``tokens`` (None:
+        nothing yet)."""
         parents = list(range(len(self.word))) if rows is None else rows.tolist()
         self.sentence = [self.sentence[r] for r in parents]
         self.word = [self.word[r] for r in parents]
         self.charged = [self.charged[r] for r in parents]
         self.empty = [self.empty[r] for r in parents]
+        if tokens is None:
+            return
         for r, (parent, tok) in enumerate(zip(parents, tokens.tolist(), strict=True)):
             if self.is_start[tok]:
                 self.word[r], self.charged[r] = self.lex.texts[tok], False

@@ -1,33 +1,26 @@
 """What beam search is given for a batch: hard constraints and ranking terms, built from a
 model's vocabularies.
 
-:mod:`attenzione.search.constraints` and :mod:`attenzione.search.terms` hold the mechanisms, which
-know
-nothing of tokenizers; this module turns one model's vocabularies into the tables they read
-(which target pieces are bytes, which write a digit or a comma, what each piece spells) once,
-and builds the constraints and terms of each batch from its source ids. The translator asks
-it for both; :class:`Terms` holds the weights of the ranking terms, each switchable by name.
+:mod:`attenzione.search.constraints` and :mod:`attenzione.search.terms` hold the mechanisms,
+which know nothing of tokenizers; this module turns one model's vocabularies into the tables
+they read (which target pieces are bytes, which write a digit or a comma, what each piece
+spells) once, and builds the constraints and terms of each batch from its source ids. The
+translator asks it for both. The ranking terms come from a registry
+(:mod:`attenzione.search.ranking`, whose names this module re-exports): a name, a default
+weight and a builder each, which reads this module's tables; :class:`Terms` holds their
+weights, each switchable by name.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from attenzione.config import (
-    ATTENTION_COVERAGE,
-    NUMBER_COVERAGE,
-    PUNCTUATION_COVERAGE,
-    WORD_PENALTY,
-    DecodeConfig,
-)
+from attenzione.config import DecodeConfig
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.search.constraints import (
     ByteBan,
@@ -36,57 +29,36 @@ from attenzione.search.constraints import (
     WholeCharacters,
     utf8_roles,
 )
-from attenzione.search.decoding import Constraint, Term
+from attenzione.search.hooks import Constraint, Term
 from attenzione.search.lexicon import Lexicon, known_starts, piece_table, words_of
-from attenzione.search.terms import AttentionCoverage, SymbolCoverage, WordPenalty
+from attenzione.search.ranking import (
+    DIGITS,
+    RANKING_TERMS,
+    TERM_NAMES,
+    RankingTerm,
+    TermBatch,
+    Terms,
+    ranking_term,
+)
 
-DIGITS = "0123456789"
+__all__ = [
+    "CARRIED_MARKS",
+    "DIGITS",
+    "RANKING_TERMS",
+    "TERM_NAMES",
+    "RankingTerm",
+    "Scoring",
+    "TermBatch",
+    "Terms",
+    "ranking_term",
+]
+
 # The punctuation beam search asks a translation to carry over from its source (as many of
 # each mark as the source has): a clause's commas, a list's semicolons, a colon, a bracket.
 # The translations of the shipped model dropped one source comma in nine (938 commas for the
 # FLORES sources' 1,050; docs/broad-training.md). Quotes and dashes are not here: languages
 # write them differently.
 CARRIED_MARKS = ",;:()"
-
-
-@dataclass(frozen=True)
-class Terms:
-    """The weights of beam search's ranking terms (0 = off), named as ``--no-step`` names
-    them (:data:`TERM_NAMES`). Greedy decoding and sampling use none."""
-
-    # per digit of the source's numbers not written (in the length-normalised score)
-    number_coverage: float = NUMBER_COVERAGE
-    # per comma, semicolon, colon or bracket of the source not written (CARRIED_MARKS)
-    punctuation_coverage: float = PUNCTUATION_COVERAGE
-    # times the attention coverage (≤ 0) of a finished translation
-    attention_coverage: float = ATTENTION_COVERAGE
-    # per word written that is neither known nor in the source (in total log-prob; needs the
-    # model's word list)
-    word_check: float = WORD_PENALTY
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-                name = f.name.replace("_", "-")
-                raise ValueError(f"the weight of {name} must be a finite number >= 0: {value}")
-
-    @classmethod
-    def none(cls) -> Terms:
-        """No ranking term: beam search ranks by the model's length-normalised log-prob."""
-        return cls(0.0, 0.0, 0.0, 0.0)
-
-    def without(self, names: Iterable[str]) -> Terms:
-        """These weights with the named terms off."""
-        off = {TERM_NAMES[n]: 0.0 for n in names}
-        return dataclasses.replace(self, **off)
-
-    def to_dict(self) -> dict[str, float]:
-        return {name: getattr(self, field) for name, field in TERM_NAMES.items()}
-
-
-# each term's name (as --no-step and info.json write it) -> its field of Terms
-TERM_NAMES = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(Terms)}
 
 
 def _symbol_table(tok: Tokenizer, vocab_size: int, symbols: str) -> Tensor:
@@ -154,8 +126,8 @@ class Scoring:
         every = DIGITS + CARRIED_MARKS
         tgt_table = _symbol_table(tgt_tokenizer, config.tgt_vocab_size, every)
         kept = [c for c in range(len(every)) if c < len(DIGITS) or tgt_table[:, c].any()]
-        self._n_marks = len(kept) - len(DIGITS)
-        self._symbols_tgt = tgt_table[:, kept]
+        self.n_marks = len(kept) - len(DIGITS)
+        self.symbol_table = tgt_table[:, kept]
         self._symbols_src = _symbol_table(src_tokenizer, config.src_vocab_size, every)[:, kept]
         # source pieces that end / begin with a digit, and pieces that are not a word's start:
         # a mark written between two digits ("55,000", "9:30"; not "3 (4)") belongs to a
@@ -193,7 +165,10 @@ class Scoring:
         if len(self._byte_src):
             out.append(ByteBan(self._byte_bans(batch), self.config.eos_id))
         if self._utf8 is not None:
-            out.append(WellFormedUTF8(self._utf8.to(batch.device), self._whole(sources)))
+            out.append(WellFormedUTF8(self._utf8.to(batch.device)))
+            whole = self._whole(sources)
+            if whole is not None:
+                out.append(whole)
         return out
 
     def _byte_bans(self, batch: Tensor) -> Tensor:
@@ -229,46 +204,20 @@ class Scoring:
         weights: Terms,
         cfg: DecodeConfig,
     ) -> list[Term]:
-        """The ranking terms of a (B,S) source ``batch`` with ``weights`` (those weighed 0
-        are left out; none for greedy decoding and sampling)."""
+        """The ranking terms of a (B,S) source ``batch`` with ``weights``, in the order of
+        :data:`RANKING_TERMS` (those weighed 0 are left out; none for greedy decoding and
+        sampling)."""
         if cfg.method != "beam":
             return []
+        made = TermBatch(self, batch, sources, cfg)
         out: list[Term] = []
-        symbols = self._symbols(batch)  # (B,C)
-        n_digits = len(DIGITS)
-        table = self._symbols_tgt.to(batch.device)
-        if weights.number_coverage > 0:
-            out.append(
-                SymbolCoverage(symbols[:, :n_digits], table[:, :n_digits], weights.number_coverage)
-            )
-        if weights.punctuation_coverage > 0 and self._n_marks:
-            marks = slice(n_digits, None)
-            out.append(
-                SymbolCoverage(symbols[:, marks], table[:, marks], weights.punctuation_coverage)
-            )
-        if weights.attention_coverage > 0:
-            c = self.config
-            out.append(
-                AttentionCoverage(
-                    batch, self.attention_layer, weights.attention_coverage, c.pad_id, c.eos_id
-                )
-            )
-        if weights.word_check > 0 and self.known_words is not None:
-            decode = self.src_tokenizer.decode
-            words = [frozenset(words_of(decode(list(ids)))) - self.not_free for ids in sources]
-            texts, starts = self._word_pieces
-            lexicon = Lexicon(
-                self.known_words,
-                texts,
-                starts,
-                words,
-                weights.word_check,
-                self._starts_of_known(),
-            )
-            out.append(WordPenalty(lexicon, 2 * cfg.beam_size, batch.device))
+        for name, term in RANKING_TERMS.items():
+            weight = weights.weight(name)
+            if weight > 0 and (built := term.build(made, weight)) is not None:
+                out.append(built)
         return out
 
-    def _symbols(self, batch: Tensor) -> Tensor:
+    def symbols(self, batch: Tensor) -> Tensor:
         """(B,C) the digits and carried marks each source sentence has — not the marks inside
         a number ("55,000", "9:30"), which the target may write otherwise."""
         symbols = self._symbols_src.to(batch.device)[batch]  # (B,S,C)
@@ -288,6 +237,17 @@ class Scoring:
         tok, v = self.tgt_tokenizer, self.config.tgt_vocab_size
         pieces = [tok.id_to_token(i) if i < tok.vocab_size else "<>" for i in range(v)]
         return piece_table(pieces, self.config.eos_id)
+
+    def lexicon(self, sources: Sequence[Sequence[int]], penalty: float) -> Lexicon | None:
+        """The word check's lexicon for a batch whose rows' source ids are ``sources``, each
+        invented word charged ``penalty`` (None: the model has no word list)."""
+        if self.known_words is None:
+            return None
+        decode = self.src_tokenizer.decode
+        words = [frozenset(words_of(decode(list(ids)))) - self.not_free for ids in sources]
+        texts, starts = self._word_pieces
+        known = self._starts_of_known()
+        return Lexicon(self.known_words, texts, starts, words, penalty, known)
 
     def _starts_of_known(self) -> Tensor:
         """The target pieces that begin a word and never spoil one (:func:`known_starts`),

@@ -19,6 +19,10 @@ which, unlike p(t | s), does not rank the most common target pieces first for ev
 piece (those are in the F frequent ones anyway). No aligner, no new dependency: one pass of
 counting (:func:`count` → :func:`build`).
 
+In the search the shortlist is an output head (:class:`ShortlistHead`, made by
+:func:`output_head`): the decoder's output layer scores the listed pieces only, and the head
+spreads those logits over the whole vocabulary.
+
 What it changes, exactly: the logits of the listed pieces are the model's own; the others are
 never computed and count as −inf. So softmax is taken over the list: a listed piece's log-prob
 is the model's plus −log(probability mass of the list) ≥ 0, and a greedy translation whose every
@@ -169,3 +173,24 @@ def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
     if isinstance(gen, packing.PackedLinear):
         return packing.PackedLinear(w, b)
     return lambda x: F.linear(x, w.to(x.dtype), None if b is None else b.to(x.dtype))
+
+
+class ShortlistHead:
+    """The search's output head for a shortlist
+    (:class:`attenzione.search.hooks.OutputHead`): ``layer`` scores the sorted target ``ids``
+    only ((…, D) → (…, len(ids)), :func:`output_layer`), and every other piece of the
+    ``vocab_size`` counts as −inf."""
+
+    def __init__(self, ids: Tensor, layer: Callable[[Tensor], Tensor], vocab_size: int) -> None:
+        self.ids, self.layer, self.vocab_size = ids, layer, vocab_size
+
+    def __call__(self, logits: Tensor) -> Tensor:
+        """(N,len(ids)) logits of the listed pieces → (N,V), −inf outside the list."""
+        full = logits.new_full((logits.shape[0], self.vocab_size), float("-inf"))
+        return full.index_copy_(1, self.ids, logits)
+
+
+def output_head(model: Any, ids: Tensor) -> ShortlistHead:
+    """The output head of ``model`` restricted to the sorted target ``ids``, for
+    :func:`attenzione.search.decoding.generate`'s ``head``."""
+    return ShortlistHead(ids, output_layer(model, ids), model.config.tgt_vocab_size)

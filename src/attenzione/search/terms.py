@@ -1,10 +1,10 @@
 """Ranking terms of beam search: what a translation should carry over from its source.
 
-Each is a :class:`attenzione.search.decoding.Term` passed to
-:func:`attenzione.search.decoding.generate` in a
-list. They change how beam search *ranks* hypotheses, never the model's ``log_prob``: the
-model proposes, the terms only choose among its proposals. Greedy decoding and sampling
-ignore them. What each is worth on today's model is in ``docs/pipeline.md``.
+Each is a :class:`attenzione.search.hooks.Term` passed to
+:func:`attenzione.search.decoding.generate` in a list. They change how beam search *ranks*
+hypotheses, never the model's ``log_prob``: the model proposes, the terms only choose among
+its proposals. Greedy decoding and sampling ignore them. What each is worth on today's model
+is in ``docs/pipeline.md``.
 
 * :class:`SymbolCoverage`: the symbols of the source a translation has not written, charged
   at its end, per symbol. attenzione uses two: the digits of the source's numbers (a number
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attenzione.search.decoding import Charge, Term
+from attenzione.search.hooks import Charge, Term
 from attenzione.search.lexicon import Lexicon, WordCheck
 
 # the least attention a source token counts as having had, in the attention coverage (log 0
@@ -58,7 +58,7 @@ class SymbolCoverage(Term):
         self.on = self.weight > 0  # (C,) a column weighed 0 is not covered at all
         self.need = self.have = self.owed = need
 
-    def check(self, batch: int, vocab: int) -> None:
+    def start(self, batch: int, vocab: int) -> None:
         c = self.table.shape[-1]
         if tuple(self.need_all.shape) != (batch, c) or tuple(self.table.shape) != (vocab, c):
             raise ValueError(
@@ -69,10 +69,7 @@ class SymbolCoverage(Term):
             raise ValueError("coverage counts must be integer (torch.long) tensors")
         if tuple(self.weight.shape) != (c,):
             raise ValueError(f"coverage weight needs shape ({c},), got {tuple(self.weight.shape)}")
-
-    def start(self, row_sentence: list[int]) -> None:
-        index = torch.tensor(row_sentence, dtype=torch.long, device=self.need_all.device)
-        self.need = self.need_all[index]  # (N,C)
+        self.need = self.need_all  # (N,C)
         self.have = torch.zeros_like(self.need)
 
     def charge(self, log_probs: Tensor, attention: Sequence[Tensor] | None) -> Charge | None:
@@ -83,10 +80,11 @@ class SymbolCoverage(Term):
         left = (self.owed[row] - self.table[token]).clamp(min=0)  # (C,)
         return float((left * self.weight).sum()), bool(left[self.on].any())
 
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
         if rows is not None:
             self.need, self.have = self.need[rows], self.have[rows]
-        self.have = self.have + self.table[tokens]
+        if tokens is not None:
+            self.have = self.have + self.table[tokens]
 
 
 class AttentionCoverage(Term):
@@ -106,17 +104,15 @@ class AttentionCoverage(Term):
         self.attended: Tensor | None = None
         self._attended_l: list[float] | None = None
 
-    def check(self, batch: int, vocab: int) -> None:
+    def start(self, batch: int, vocab: int) -> None:
         if self.real_all.dim() != 2 or self.real_all.shape[0] != batch:
             raise ValueError(
                 f"the attention coverage was built for a batch of shape "
                 f"{tuple(self.real_all.shape)}, not one of {batch} sources"
             )
-
-    def start(self, row_sentence: list[int]) -> None:
-        index = torch.tensor(row_sentence, dtype=torch.long, device=self.real_all.device)
-        self.real = self.real_all[index]  # (N,S)
-        self.received = torch.zeros(self.real.shape, dtype=torch.float32, device=index.device)
+        self.real = self.real_all  # (N,S)
+        self.received = torch.zeros(self.real.shape, dtype=torch.float32, device=self.real.device)
+        self.attended, self._attended_l = None, None
 
     def charge(self, log_probs: Tensor, attention: Sequence[Tensor] | None) -> Charge | None:
         if attention is None:
@@ -141,7 +137,7 @@ class AttentionCoverage(Term):
             self._attended_l = self.attended.tolist()
         return -(self.weight * self._attended_l[row]), False
 
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
         if rows is not None:
             self.received, self.real = self.received[rows], self.real[rows]
 
@@ -155,17 +151,15 @@ class WordPenalty(Term):
         self.lexicon, self.width, self.device = lexicon, width, device
         self.words: WordCheck | None = None
 
-    def check(self, batch: int, vocab: int) -> None:
+    def start(self, batch: int, vocab: int) -> None:
         if len(self.lexicon.sources) != batch or self.lexicon.starts.shape != (vocab,):
             raise ValueError(f"the lexicon needs {batch} sources and {vocab} pieces")
-
-    def start(self, row_sentence: list[int]) -> None:
-        self.words = WordCheck(self.lexicon, list(row_sentence), self.width, self.device)
+        self.words = WordCheck(self.lexicon, list(range(batch)), self.width, self.device)
 
     def charge(self, log_probs: Tensor, attention: Sequence[Tensor] | None) -> Charge | None:
         assert self.words is not None
         return self.words.penalty(log_probs)
 
-    def advance(self, rows: Tensor | None, tokens: Tensor) -> None:
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
         assert self.words is not None
         self.words.advance(rows, tokens)

@@ -9,8 +9,6 @@ lists, picks the shortlist's output layer and calls
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor
 
@@ -18,7 +16,7 @@ from attenzione.config import DecodeConfig
 from attenzione.model.transformer import Transformer
 from attenzione.search.decoding import Hypothesis, generate
 from attenzione.search.scoring import Scoring, Terms
-from attenzione.search.shortlist import Shortlist, output_layer
+from attenzione.search.shortlist import Shortlist, ShortlistHead, output_head
 
 
 class Engine:
@@ -47,26 +45,24 @@ class Engine:
         batch = torch.full((len(sources), width), pad, dtype=torch.long, device=device)
         for row, ids in enumerate(sources):
             batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long, device=device)
-        vocab, output = self._shortlist_for(batch)
         return generate(
             self.model,
             batch,
             search,
             constraints=self.scoring.constraints(batch, sources),
             terms=self.scoring.terms(batch, sources, terms, search),
-            vocab=vocab,
-            output=output,
+            head=self._shortlist_for(batch),
         )
 
-    def _shortlist_for(self, batch: Tensor) -> tuple[Tensor | None, Any]:
-        """The target ids a (B,S) source batch may produce and the output layer scoring just
-        them, or (None, None) without a shortlist."""
+    def _shortlist_for(self, batch: Tensor) -> ShortlistHead | None:
+        """The output head scoring only the target ids a (B,S) source batch may produce, or
+        None (the whole vocabulary) without a shortlist."""
         if self.shortlist is None or not self.use_shortlist:
-            return None, None
+            return None
         cfg = self.model.config
         vocab = self.shortlist.ids_for(
             batch.cpu(),
             always=(cfg.eos_id, cfg.unk_id, *self.scoring.tgt_byte_ids),
             copy_source=cfg.share_src_tgt_embeddings,  # one vocabulary: copying is piecewise
         ).to(batch.device)
-        return vocab, output_layer(self.model, vocab)
+        return output_head(self.model, vocab)

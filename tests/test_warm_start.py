@@ -74,12 +74,15 @@ def test_same_vocabulary_copies_the_model_exactly(
         trainer.model,
         src,
         tgt,
-        known_words=trainer.target_words,
-        translated_words=trainer.translated_words,
+        known_words=trainer.data.target_words,
+        translated_words=trainer.data.translated_words,
     )
-    assert teacher_tr.known_words == trainer.target_words
+    assert teacher_tr.known_words == trainer.data.target_words
     # and the source words its training pairs translate rather than copy
-    assert trainer.translated_words and teacher_tr.translated_words == trainer.translated_words
+    assert (
+        trainer.data.translated_words
+        and teacher_tr.translated_words == trainer.data.translated_words
+    )
     sentence = ["The red cat is here."]
     search = search_config(2)
     mine, theirs = (t.translate(sentence, search=search) for t in (ours, teacher_tr))

@@ -13,6 +13,7 @@ import gzip
 import json
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from attenzione.config import TrainConfig
@@ -31,6 +32,7 @@ from attenzione.data import (
 from attenzione.data.cleaning import CleaningConfig, clean_corpus, sentence_key
 from attenzione.data.mixing import CorpusSpec, apply_weight, augment_numbers, split_tag, tagged
 from attenzione.data.numbers import number_format_of
+from attenzione.search import lexicon
 from attenzione.training.presets import Preset
 from attenzione.translator import model_dir
 
@@ -52,6 +54,18 @@ class PreparedData:
     number_format: str = "keep"
     # the source text of each pair of ``train_ids`` (subword sampling segments it afresh)
     train_src: list[str] = field(default_factory=list)
+
+    @cached_property
+    def target_words(self) -> list[str]:
+        """The words of the training targets: the model directory's known words (the word
+        check of beam search, :mod:`attenzione.search.lexicon`)."""
+        return lexicon.word_list(tgt for _, tgt in self.train)
+
+    @cached_property
+    def translated_words(self) -> list[str]:
+        """The source words the training pairs always translate: not free for beam
+        search's word check to copy (:func:`attenzione.search.lexicon.translated_words`)."""
+        return lexicon.translated_words([(split_tag(s)[1], t) for s, t in self.train])
 
 
 def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> PreparedData:

@@ -17,17 +17,42 @@ from typing import Any
 
 import torch
 
-from attenzione.config import DecodeConfig
+from attenzione.config import DecodeConfig, TrainConfig
 from attenzione.data import collate
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.evaluation import corpus_scores, number_fidelity
 from attenzione.model.transformer import Transformer
+from attenzione.training.data_prep import PreparedData
 from attenzione.training.loss import label_smoothed_loss
 from attenzione.training.step import autocast
 from attenzione.translator.translator import Translator
 
 Pairs = list[tuple[str, str]]
 DEV_BATCH = 64
+
+
+def evaluate(model: Transformer, data: PreparedData, cfg: TrainConfig) -> dict[str, Any]:
+    """Dev loss/perplexity on the dev split and greedy BLEU/chrF on the dev sets' heads
+    (``model`` in eval mode meanwhile, back in training mode after)."""
+    model.eval()
+    try:
+        record: dict[str, Any] = dev_loss(
+            model,
+            data.dev,
+            data.src_tok,
+            data.tgt_tok,
+            limit=cfg.max_src_tokens,
+            smoothing=cfg.label_smoothing,
+            bf16=cfg.bf16,
+        )
+        translator = Translator(
+            model, data.src_tok, data.tgt_tok, max_src_tokens=cfg.max_src_tokens
+        )
+        dev_sets = {"": data.dev, **data.extra_dev}
+        record.update(dev_scores(translator, dev_sets, cfg.dev_bleu_sentences))
+    finally:
+        model.train()
+    return record
 
 
 @torch.no_grad()

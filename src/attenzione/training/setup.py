@@ -1,4 +1,5 @@
-"""Setting a run up: its model, the config a resumed run continues with, signals, ranks.
+"""Setting a run up: its model, the config a resumed run continues with, signals, ranks and
+the process group.
 
 Kept apart from the loop (:mod:`attenzione.training.trainer`) because each piece answers a
 question asked once per invocation — which model, which settings, which process am I —
@@ -7,18 +8,23 @@ while the loop answers "what happens at this step".
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 
 from attenzione.config import ModelConfig, TrainConfig
 from attenzione.model.transformer import Transformer
-from attenzione.training.data_prep import PreparedData
+from attenzione.training.data_prep import PreparedData, prepare
 from attenzione.training.presets import Preset
+from attenzione.training.step import process_group_backend, resolve_device
 from attenzione.translator import model_dir
 
 # What --resume takes from the command line; every other field is the run's own.
@@ -37,13 +43,68 @@ RESUME_MAY_CHANGE = frozenset(
     }
 )
 BUDGET = frozenset({"epochs", "max_steps", "max_minutes"})  # when a run stops
-LOG_EVERY = 50  # steps between train-loss records
 
 
 def dist_info() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+@contextmanager
+def process_group(device_name: str) -> Iterator[None]:
+    """Under ``torchrun`` (``WORLD_SIZE`` > 1) with no process group yet, one for the block
+    (NCCL on the local rank's GPU, gloo on the CPU), destroyed after it; else nothing."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
+        yield
+        return
+    device = resolve_device(device_name)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(process_group_backend(device))
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def find_resume(run_dir: Path, resume: bool) -> Path | None:
+    """The checkpoint ``--resume`` continues from (None for a new run); a resume without a
+    checkpoint, or a new run into a directory that holds one, is an error."""
+    found = model_dir.find_model_dir(run_dir / "last", resumable=True)
+    if resume and found is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {run_dir / 'last'}")
+    if not resume and found is not None:
+        raise ValueError(
+            f"{run_dir} already holds a run; pass --resume to continue it or choose another --out"
+        )
+    return found if resume else None
+
+
+def prepare_data(
+    cfg: TrainConfig, preset: Preset, run_dir: Path, rank: int, world: int
+) -> PreparedData:
+    """The run's data: rank 0 writes the splits and tokenizers (first run); the others then
+    read them. A run that fails here leaves no directory it created behind."""
+    data = None
+    if rank == 0:
+        created = None  # the first directory this call makes, if it makes any
+        for folder in [run_dir, *run_dir.parents]:
+            if folder.exists():
+                break
+            created = folder
+        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            data = prepare(cfg, preset, run_dir, write=True)
+        except BaseException:
+            if created is not None:  # a run that never started leaves no directory behind
+                shutil.rmtree(created, ignore_errors=True)
+            raise
+    if world > 1:
+        dist.barrier()
+    if data is None:
+        data = prepare(cfg, preset, run_dir, write=False)
+    return data
 
 
 def own_shape(cfg: TrainConfig) -> dict[str, int]:

@@ -3,10 +3,10 @@
 Each optimizer step is :func:`~attenzione.training.step.train_step`. Every ``eval_every``
 steps rank 0 measures dev loss and dev BLEU (greedy) and writes ``best/`` when BLEU improves;
 ``last/`` is written at every evaluation, every ``save_every_minutes`` and at the end,
-atomically (:mod:`attenzione.translator.model_dir`); with ``keep_snapshots`` K, the weights of each
-of
-those saves are kept too, the last K of them, for checkpoint averaging
-(:mod:`attenzione.training.averaging`).
+atomically (:mod:`attenzione.translator.model_dir`); with ``keep_snapshots`` K, the weights of
+each of those saves are kept too, the last K of them, for checkpoint averaging
+(:mod:`attenzione.training.averaging`). What the run reports (``info.json``, the evaluation
+lines, ``curves.png``) is :mod:`attenzione.training.report`'s.
 
 Resuming restores the model, the optimizer moments, the step, the RNG states and the position
 in the epoch's batch order (batches are a pure function of seed and epoch), so an interrupted
@@ -22,13 +22,9 @@ live on ``--device`` (CPU, or the local rank's GPU with NCCL).
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,38 +32,32 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from attenzione import atomic
 from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec, split_tag
 from attenzione.model.fast.precision import bf16_warning
-from attenzione.search.lexicon import translated_words, word_list
-from attenzione.training.data_prep import PreparedData, prepare
-from attenzione.training.dev_eval import dev_loss, dev_scores
+from attenzione.training import report
+from attenzione.training.dev_eval import evaluate
 from attenzione.training.presets import get_preset
 from attenzione.training.run_state import MetricsLog, Progress, restore_rng, training_state
 from attenzione.training.schedule import inverse_sqrt_lr
 from attenzione.training.setup import (
     build_model,
     dist_info,
+    find_resume,
     graceful_signals,
     model_shape,
     own_shape,
+    prepare_data,
+    process_group,
     resumed_config,
 )
-from attenzione.training.step import (
-    MetricsWindow,
-    process_group_backend,
-    resolve_device,
-    train_step,
-)
+from attenzione.training.step import MetricsWindow, resolve_device, train_step
 from attenzione.training.warm_start import check_init_dir, warm_start
 from attenzione.translator import model_dir
-from attenzione.translator.translator import Translator
 
 LOG_EVERY = 50  # steps between train-loss records
-INIT_NAME = "init.json"  # in the run directory: what a warm-started run started from
 
 
 class Trainer:
@@ -88,7 +78,7 @@ class Trainer:
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise NotADirectoryError(f"--out {self.run_dir} is a file, not a run directory")
         self.metrics = MetricsLog(self.run_dir)
-        self.resume_from = self._find_resume(resume)
+        self.resume_from = find_resume(self.run_dir, resume)
         if self.resume_from is not None:
             saved = TrainConfig.load(self.resume_from / model_dir.TRAIN_CONFIG_NAME)
             cfg, ignored = resumed_config(cfg, saved, explicit)
@@ -110,22 +100,19 @@ class Trainer:
             model_dir.load_tokenizers(cfg.tokenizers_from)  # fails now, not after the data work
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
-        self.data = self._prepare_data()
+        self.data = prepare_data(cfg, self.preset, self.run_dir, self.rank, self.world)
         self.model = build_model(cfg, self.preset, self.data)
-        init_path = self.run_dir / INIT_NAME
         # under torchrun rank 0 alone loads the start model: DDP gives its weights to the rest
-        if warm and self.rank == 0:
-            init = warm_start(
-                self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from), self.grow
-            )
-            atomic.write_text(init_path, json.dumps(init, indent=2) + "\n")
-            self.data.notes.append(f"initialised from {init['model']}: {init['carried_over']}")
-        elif self.resume_from is None and self.rank == 0:
-            init_path.unlink(missing_ok=True)  # a cold start: a stale file is not this run's
+        if self.resume_from is None and self.rank == 0:
+            init = None  # a cold start
+            if warm:
+                init = warm_start(
+                    self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from), self.grow
+                )
+                self.data.notes.append(f"initialised from {init['model']}: {init['carried_over']}")
+            report.save_init(self.run_dir, init)
         # what the run started from, for info.json (kept in the run, so --resume has it too)
-        self.init: dict[str, Any] | None = (
-            json.loads(init_path.read_text(encoding="utf-8")) if init_path.is_file() else None
-        )
+        self.init = report.load_init(self.run_dir)
         self.model.to(self.device)
         if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
             self.data.notes.append(f"--bf16: {bf16_note}")
@@ -154,40 +141,7 @@ class Trainer:
             rank=self.rank,
         )
 
-    # ------------------------------------------------------------------ set-up
-    def _find_resume(self, resume: bool) -> Path | None:
-        found = model_dir.find_model_dir(self.run_dir / "last", resumable=True)
-        if resume and found is None:
-            raise FileNotFoundError(f"--resume: no checkpoint in {self.run_dir / 'last'}")
-        if not resume and found is not None:
-            raise ValueError(
-                f"{self.run_dir} already holds a run; pass --resume to continue it or choose "
-                "another --out"
-            )
-        return found if resume else None
-
-    def _prepare_data(self) -> PreparedData:
-        """Rank 0 writes the splits and tokenizers (first run); the others then read them."""
-        data = None
-        if self.rank == 0:
-            created = None  # the first directory this call makes, if it makes any
-            for folder in [self.run_dir, *self.run_dir.parents]:
-                if folder.exists():
-                    break
-                created = folder
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            try:
-                data = prepare(self.cfg, self.preset, self.run_dir, write=True)
-            except BaseException:
-                if created is not None:  # a run that never started leaves no directory behind
-                    shutil.rmtree(created, ignore_errors=True)
-                raise
-        if self.world > 1:
-            dist.barrier()
-        if data is None:
-            data = prepare(self.cfg, self.preset, self.run_dir, write=False)
-        return data
-
+    # ------------------------------------------------------------------ resuming
     def _restore(self, ckpt: Path) -> None:
         loaded = model_dir.load_model(ckpt)
         self.model.load_state_dict(loaded.state_dict())
@@ -202,61 +156,6 @@ class Trainer:
         self.log(f"resumed {ckpt} at step {self.progress.step} (epoch {self.progress.epoch})")
 
     # ------------------------------------------------------------------ saving
-    def _info(self) -> dict[str, Any]:
-        evals = [h for h in self.progress.history if "dev_bleu" in h]
-        last_eval: dict[str, Any] = evals[-1] if evals else {}
-        return {
-            "preset": self.cfg.preset,
-            # encoder + decoder layers: the preset's, or the run's own (--enc/--dec-layers)
-            "layers": f"{self.model.config.n_enc_layers}+{self.model.config.n_dec_layers}",
-            "step": self.progress.step,
-            "epoch": self.progress.epoch,
-            "train_hours": round(self.progress.train_seconds / 3600, 3),
-            "dev_bleu_greedy": last_eval.get("dev_bleu"),
-            "dev_chrf_greedy": last_eval.get("dev_chrf"),
-            "parameters": self.model.num_parameters(),
-            "max_src_tokens": self.cfg.max_src_tokens,
-            "number_format": self.data.number_format,
-            "source_language": self.cfg.src_lang,
-            "target_language": self.cfg.tgt_lang,
-            "data": str(self.cfg.data),
-            "corpora": [self._first_corpus(), *self.cfg.extra_data],
-            # corpus tags the model reads (attenzione.data.mixing); translation uses none
-            # unless asked (--tag), or default_tag when a model sets one
-            **({"tags": list(tags), "default_tag": None} if (tags := self._tags()) else {}),
-            **self._init_info(),
-            **{f"dev_{n}_bleu_greedy": last_eval.get(f"dev_{n}_bleu") for n in self.data.extra_dev},
-            "notes": list(self.data.notes),
-            "attribution": self.attribution,
-        }
-
-    def _tags(self) -> tuple[str, ...]:
-        return tuple(getattr(self.data.src_tok, "tags", ()))
-
-    def _first_corpus(self) -> str:
-        """The first corpus as ``--data`` named it: PATH, or PATH:WEIGHT when weighted."""
-        weight = self.cfg.data_weight
-        return str(self.cfg.data) if weight == 1 else f"{self.cfg.data}:{weight:g}"
-
-    def _init_info(self) -> dict[str, Any]:
-        """What a warm-started run started from, and its hours counting that model's."""
-        if self.init is None:
-            return {}
-        hours = self.progress.train_seconds / 3600 + (self.init.get("train_hours") or 0.0)
-        return {"initialised_from": self.init, "train_hours_with_init": round(hours, 3)}
-
-    @cached_property
-    def target_words(self) -> list[str]:
-        """The words of the training targets: the model directory's known words (the word
-        check of beam search, :mod:`attenzione.search.lexicon`)."""
-        return word_list(tgt for _, tgt in self.data.train)
-
-    @cached_property
-    def translated_words(self) -> list[str]:
-        """The source words the training pairs always translate: not free for beam
-        search's word check to copy (:func:`attenzione.search.lexicon.translated_words`)."""
-        return translated_words([(split_tag(s)[1], t) for s, t in self.data.train])
-
     def save(self, name: str, *, with_state: bool) -> None:
         """Write ``best/`` or ``last/`` (rank 0 only); train_config.json is inside the swap."""
         if self.rank != 0:
@@ -270,13 +169,20 @@ class Trainer:
             self.model,
             self.data.src_tok,
             self.data.tgt_tok,
-            info=self._info(),
+            info=report.run_info(
+                self.cfg,
+                self.data,
+                self.model,
+                self.progress,
+                init=self.init,
+                attribution=self.attribution,
+            ),
             state=training_state(self.progress, self.optimizer, self.device)
             if with_state
             else None,
             extra_files={model_dir.TRAIN_CONFIG_NAME: self.cfg.to_json() + "\n"},
-            words=self.target_words,
-            translated=self.translated_words,
+            words=self.data.target_words,
+            translated=self.data.translated_words,
         )
 
     def _metric(self, record: dict[str, Any]) -> None:
@@ -286,31 +192,6 @@ class Trainer:
             )
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self) -> dict[str, Any]:
-        """Dev loss/perplexity on the dev split and greedy BLEU/chrF on the dev sets' heads."""
-        self.model.eval()
-        try:
-            record: dict[str, Any] = dev_loss(
-                self.model,
-                self.data.dev,
-                self.data.src_tok,
-                self.data.tgt_tok,
-                limit=self.cfg.max_src_tokens,
-                smoothing=self.cfg.label_smoothing,
-                bf16=self.cfg.bf16,
-            )
-            translator = Translator(
-                self.model,
-                self.data.src_tok,
-                self.data.tgt_tok,
-                max_src_tokens=self.cfg.max_src_tokens,
-            )
-            dev_sets = {"": self.data.dev, **self.data.extra_dev}
-            record.update(dev_scores(translator, dev_sets, self.cfg.dev_bleu_sentences))
-        finally:
-            self.model.train()
-        return record
-
     def _broadcast(self, value: int) -> int:
         """Rank 0's ``value`` on every rank (identity in a single process)."""
         if self.world == 1:
@@ -324,18 +205,10 @@ class Trainer:
         p = self.progress
         p.last_eval_step = p.step  # on every rank: the end-of-run decision depends on it
         if self.rank == 0:
-            record = {"step": p.step, "epoch": p.epoch, **self.evaluate()}
+            record = {"step": p.step, "epoch": p.epoch, **evaluate(self.model, self.data, self.cfg)}
             p.history.append(record)
             self._metric(record)
-            extra = "".join(
-                f"  {n}: BLEU {record[f'dev_{n}_bleu']:.2f} chrF {record[f'dev_{n}_chrf']:.2f}"
-                for n in self.data.extra_dev
-            )
-            self.log(
-                f"step {p.step}: dev loss {record['dev_loss']:.3f}  ppl {record['dev_ppl']:.2f}  "
-                f"BLEU {record['dev_bleu']:.2f}  chrF {record['dev_chrf']:.2f}{extra}  "
-                f"({p.train_seconds / 3600:.2f} train h)"
-            )
+            self.log(report.evaluation_line(record, self.data.extra_dev, p.train_seconds))
             score = record.get("dev_score", record["dev_bleu"])
             if score > p.best_bleu:
                 p.best_bleu = score
@@ -377,7 +250,7 @@ class Trainer:
             self._eval_and_save()
         self.log(f"stopped: {reason}")
         if self.rank == 0:
-            self._plot()
+            report.draw_curves(self.metrics.path, self.run_dir, self.log)
         return {"reason": reason, **(p.history[-1] if p.history else {})}
 
     def _loop(self) -> str:
@@ -478,14 +351,6 @@ class Trainer:
     def _on_signal(self, name: str) -> None:
         self.signalled = name
 
-    def _plot(self) -> None:
-        from attenzione.training.plots import plot_curves
-
-        try:
-            plot_curves(self.metrics.path, self.run_dir / "curves.png")
-        except Exception as exc:  # a plot must never lose a finished run
-            self.log(f"could not draw curves.png: {exc}")
-
 
 def train(
     cfg: TrainConfig,
@@ -499,15 +364,5 @@ def train(
     ``explicit``: the TrainConfig fields the user set (for ``--resume``'s report of ignored
     settings); None treats them all as set.
     """
-    started_dist = False
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        device = resolve_device(cfg.device)
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        dist.init_process_group(process_group_backend(device))
-        started_dist = True
-    try:
+    with process_group(cfg.device):
         return Trainer(cfg, resume=resume, log=log, explicit=explicit).train()
-    finally:
-        if started_dist:
-            dist.destroy_process_group()

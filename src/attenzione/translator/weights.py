@@ -1,0 +1,236 @@
+"""A network in files: its config (``config.json``) and its tensors (safetensors).
+
+The part of :mod:`attenzione.translator.model_dir` that turns a :class:`Transformer` into files
+and back, one file at a time: the weights of a model directory, a run's bare snapshots
+(``RUN/snapshots/step-N.safetensors``) and any other tensor file (the shortlist). Every
+tensor file is safetensors, so loading never unpickles code; a file is written atomically
+(:mod:`attenzione.atomic`). What a *directory* holds besides (tokenizers, ``info.json``, word
+lists, training state), the writer that swaps a whole one in and the search for a complete
+one are :mod:`~attenzione.translator.model_dir`'s, which re-exports the names here.
+
+Loading turns every way these files can be damaged (missing, truncated or foreign files,
+weights that disagree with the config, a config no machine could hold) into a
+``ValueError``/``FileNotFoundError`` that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from attenzione import atomic
+from attenzione.config import ModelConfig
+from attenzione.model.transformer import Transformer
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+
+# ---------------------------------------------------------------------------- memory guard
+def parameter_count(cfg: ModelConfig) -> int:
+    """The number of parameters a :class:`Transformer` with ``cfg`` has (exact, no build).
+
+    Used to refuse a config before allocating it: a ``d_model`` of 1e9 would otherwise try a
+    multi-terabyte allocation and die with an allocator message instead of a sentence.
+    """
+    d, inner, f = cfg.d_model, cfg.inner_dim, cfg.d_ff
+    attn = d * 3 * inner + 3 * inner + inner * d + d  # qkv_proj + out_proj (weights, biases)
+    ffn = d * f + f + f * d + d
+    norm = 2 * d
+    enc = cfg.n_enc_layers * (attn + ffn + 2 * norm)
+    dec = cfg.n_dec_layers * (2 * attn + ffn + 3 * norm)
+    e = cfg.src_embed_dim or d
+    src = cfg.src_vocab_size * e + (0 if e == d else e * d)  # + projection (no bias)
+    tgt = 0 if cfg.share_src_tgt_embeddings else cfg.tgt_vocab_size * d
+    gen = 0 if cfg.tie_embeddings else cfg.tgt_vocab_size * d
+    learned_pos = cfg.max_len * d if cfg.positions == "learned" else 0
+    final_norms = 2 * norm if cfg.norm == "pre" else 0
+    return enc + dec + src + tgt + gen + learned_pos + final_norms
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM on this machine, or None where the OS does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"  # pragma: no cover - the loop always returns
+
+
+def check_fits_memory(cfg: ModelConfig, where: str = "the config") -> None:
+    """Raise ``ValueError`` (with the figures) if ``cfg``'s fp32 weights exceed this RAM."""
+    need = 4 * parameter_count(cfg)
+    have = physical_memory()
+    if have is not None and need > have:
+        raise ValueError(
+            f"{where} describes a model of {parameter_count(cfg):,} parameters "
+            f"(d_model={cfg.d_model}, d_ff={cfg.d_ff}, vocabularies {cfg.src_vocab_size}/"
+            f"{cfg.tgt_vocab_size}): its fp32 weights alone need {_size(need)}, and this "
+            f"machine has {_size(have)}"
+        )
+
+
+def build_model(cfg: ModelConfig, where: str = "the config") -> Transformer:
+    """A fresh :class:`Transformer` for ``cfg``, refused with a sentence if it cannot fit."""
+    check_fits_memory(cfg, where)
+    return Transformer(cfg)
+
+
+# ---------------------------------------------------------------------------- tensor files
+def save_tensors(path: str | Path, tensors: dict[str, Tensor]) -> Path:
+    """Write ``tensors`` as one safetensors file at ``path`` (atomically)."""
+    from safetensors.torch import save_file
+
+    atomic.write_file(Path(path), lambda p: save_file(tensors, str(p)))
+    return Path(path)
+
+
+def load_weights_file(path: str | Path, map_location: str = "cpu") -> dict[str, Tensor]:
+    """The tensors of one weights file; a damaged file is a ValueError."""
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path), device=map_location)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found") from None
+    except Exception as exc:  # safetensors raises its own error types for damaged files
+        raise ValueError(f"{path} is not a readable safetensors file ({exc})") from None
+
+
+# ---------------------------------------------------------------------------- weights
+def _tied_names(model: nn.Module) -> set[str]:
+    """State-dict names that alias an earlier tensor (tied or shared embeddings)."""
+    seen: dict[int, str] = {}
+    tied = set()
+    for name, t in model.state_dict(keep_vars=True).items():
+        if t.data_ptr() in seen:
+            tied.add(name)
+        else:
+            seen[t.data_ptr()] = name
+    return tied
+
+
+def unshared_state(model: nn.Module, dtype: torch.dtype | None) -> dict[str, Tensor]:
+    """The state dict without aliases (safetensors stores each tensor once), optionally cast."""
+    tied = _tied_names(model)
+    out = {}
+    for name, t in model.state_dict().items():
+        if name in tied:
+            continue
+        t = t.detach()
+        if dtype is not None and t.is_floating_point():
+            t = t.to(dtype)
+        out[name] = t.cpu().contiguous()
+    return out
+
+
+def save_weights(
+    directory: str | Path, model: Transformer, dtype: torch.dtype | None = None
+) -> None:
+    """Write ``config.json`` and ``model.safetensors`` into ``directory`` (each atomically).
+
+    ``dtype`` (e.g. ``torch.float16``) stores the weights at a smaller precision; they are
+    cast back to the model's dtype (float32) on load.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_tensors(directory / WEIGHTS_NAME, unshared_state(model, dtype))
+    atomic.write_text(directory / CONFIG_NAME, model.config.to_json() + "\n")
+
+
+def read_config(directory: str | Path) -> ModelConfig:
+    """The :class:`ModelConfig` in ``directory/config.json``; a damaged file is a ValueError."""
+    path = Path(directory) / CONFIG_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
+        return ModelConfig.from_dict(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path} is not a valid model config: {exc}") from None
+
+
+def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transformer:
+    """Build the model of ``config.json`` and load ``model.safetensors`` into it.
+
+    Never unpickles. Every mismatch between the two files is reported with the file's name.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model directory {directory} does not exist")
+    for name in (CONFIG_NAME, WEIGHTS_NAME):
+        if not (directory / name).is_file():
+            raise FileNotFoundError(f"{directory / name} not found: not a model directory")
+    cfg = read_config(directory)
+    model = build_model(cfg, str(directory / CONFIG_NAME))
+    weights = directory / WEIGHTS_NAME
+    state = load_weights_file(weights, map_location)
+    check_state(model, state, str(weights))
+    own = model.state_dict()
+    state = {k: v.to(own[k].dtype) for k, v in state.items()}
+    model.load_state_dict(state, strict=False)
+    return model
+
+
+def check_state(model: nn.Module, state: dict[str, Tensor], where: str) -> None:
+    """A ValueError naming ``where`` unless ``state`` holds exactly the model's (untied)
+    tensors, each with the model's shape."""
+    own = model.state_dict()
+    tied = _tied_names(model)
+    missing = [k for k in own if k not in state and k not in tied]
+    unexpected = [k for k in state if k not in own]
+    wrong = [
+        f"{k} {tuple(v.shape)} (config.json needs {tuple(own[k].shape)})"
+        for k, v in state.items()
+        if k in own and tuple(v.shape) != tuple(own[k].shape)
+    ]
+    if missing or unexpected or wrong:
+        problems = []
+        if wrong:
+            problems.append(f"shapes {', '.join(wrong[:3])}")
+        if missing:
+            problems.append(f"missing {missing[:5]}")
+        if unexpected:
+            problems.append(f"unexpected {unexpected[:5]}")
+        raise ValueError(f"{where} does not match {CONFIG_NAME}: {'; '.join(problems)}")
+
+
+# ---------------------------------------------------------------------------- snapshots
+# A run's snapshots are bare weight files, RUN/snapshots/step-N.safetensors, one per save of
+# last/ (attenzione.training.averaging averages them); the config and tokenizers are last/'s.
+SNAPSHOTS = "snapshots"
+_SNAPSHOT = re.compile(r"^step-(\d+)\.safetensors$")
+
+
+def snapshot_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / SNAPSHOTS / f"step-{step}.safetensors"
+
+
+def snapshot_steps(run_dir: str | Path) -> list[int]:
+    """The steps of the snapshots a run holds, oldest first."""
+    folder = Path(run_dir) / SNAPSHOTS
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _SNAPSHOT.match(p.name)))
+
+
+def save_snapshot(run_dir: str | Path, model: nn.Module, step: int, keep: int) -> Path:
+    """Write the weights as the snapshot of ``step`` (atomically); keep the last ``keep``."""
+    path = snapshot_path(run_dir, step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_tensors(path, unshared_state(model, None))
+    for old in snapshot_steps(run_dir)[:-keep]:
+        snapshot_path(run_dir, old).unlink(missing_ok=True)
+    return path

@@ -11,26 +11,9 @@ import torch
 from attenzione.config import ModelConfig
 from attenzione.model.transformer import Transformer
 from attenzione.translator.model_dir import load_model, save_weights
+from tiny_model import toy_transformer
 
 PAD = 0
-
-
-def _model(**kw: object) -> Transformer:
-    torch.manual_seed(0)
-    base: dict[str, object] = dict(
-        src_vocab_size=31,
-        tgt_vocab_size=37,
-        d_model=24,
-        n_heads=3,
-        d_head=8,
-        d_ff=40,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-    )
-    base.update(kw)
-    return Transformer(ModelConfig(**base)).eval()  # type: ignore[arg-type]
 
 
 def _batch() -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,7 +29,7 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize(("d", "h", "dh"), [(50, 4, 16), (100, 3, 32), (200, 7, 24), (300, 7, 64)])
 def test_decoupled_dims_through_the_whole_model(d: int, h: int, dh: int) -> None:
-    model = _model(d_model=d, n_heads=h, d_head=dh, d_ff=2 * d)
+    model = toy_transformer(d_model=d, n_heads=h, d_head=dh, d_ff=2 * d)
     src, tgt = _batch()
     out = model(src, tgt, need_weights=True)
     assert out.logits.shape == (3, 7, 37)
@@ -71,7 +54,7 @@ def test_decoupled_dims_through_the_whole_model(d: int, h: int, dh: int) -> None
 def test_padding_and_future_tokens_reach_nothing_they_must_not(
     need_weights: bool, norm: str
 ) -> None:
-    model = _model(norm=norm)
+    model = toy_transformer(norm=norm)
     src, tgt = _batch()
     base = model(src, tgt, need_weights=need_weights).logits
     # 1) the content of a padded source position: a padded slot is identified by its id, so
@@ -99,7 +82,7 @@ def test_padding_and_future_tokens_reach_nothing_they_must_not(
 
 
 def test_attention_maps_respect_the_masks() -> None:
-    model = _model()
+    model = toy_transformer()
     src, tgt = _batch()
     out = model(src, tgt, need_weights=True)
     src_pad = src == PAD
@@ -115,7 +98,7 @@ def test_attention_maps_respect_the_masks() -> None:
 
 
 def test_fused_and_reference_paths_agree() -> None:
-    model = _model()
+    model = toy_transformer()
     src, tgt = _batch()
     real = tgt != PAD
     a = model(src, tgt).logits[real]
@@ -134,7 +117,7 @@ def test_fused_and_reference_paths_agree() -> None:
     ],
 )
 def test_cached_step_by_step_decoding_equals_full_forward(kw: dict[str, object]) -> None:
-    model = _model(**kw)
+    model = toy_transformer(**kw)
     src, tgt = _batch()
     tgt = tgt.clone()
     tgt[tgt == PAD] = 5  # decode every position
@@ -150,7 +133,7 @@ def test_cached_step_by_step_decoding_equals_full_forward(kw: dict[str, object])
 
 
 def test_cache_reorder_follows_the_chosen_rows() -> None:
-    model = _model()
+    model = toy_transformer()
     src, tgt = _batch()
     tgt = tgt.clone()
     tgt[tgt == PAD] = 5
@@ -165,7 +148,7 @@ def test_cache_reorder_follows_the_chosen_rows() -> None:
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
-    model = _model(tie_embeddings=True)
+    model = toy_transformer(tie_embeddings=True)
     src, tgt = _batch()
     save_weights(tmp_path / "m", model)
     assert (tmp_path / "m" / "model.safetensors").read_bytes()[8:9] == b"{"  # safetensors header
@@ -181,7 +164,7 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
 
 
 def test_pretrained_source_embeddings_load_and_freeze() -> None:
-    model = _model(src_embed_dim=10)  # e.g. 10-d vectors projected into a 24-d model
+    model = toy_transformer(src_embed_dim=10)  # e.g. 10-d vectors projected into a 24-d model
     matrix = torch.randn(31, 10)
     model.src_embed.load_pretrained(matrix.numpy(), freeze=True)
     assert torch.equal(model.src_embed.weight, matrix)
@@ -235,7 +218,7 @@ def test_a_tiny_model_learns_to_reverse_sequences() -> None:
 
 
 def test_logits_at_real_positions_equal_the_full_logits_there() -> None:
-    model = _model()
+    model = toy_transformer()
     src, tgt = _batch()
     real = tgt != PAD
     full = model(src, tgt).logits

@@ -11,7 +11,7 @@ import copy
 import pytest
 import torch
 
-from attenzione.config import DecodeConfig, ModelConfig
+from attenzione.config import DecodeConfig
 from attenzione.model.cache import KVCache
 from attenzione.model.fast.cache import FastKVCache
 from attenzione.model.fast.layers import FastDecoderLayer, FastTransformer, fast_decoding
@@ -19,31 +19,13 @@ from attenzione.model.fast.precision import for_inference
 from attenzione.model.layers import DecoderLayer
 from attenzione.model.transformer import Transformer
 from attenzione.search.decoding import generate
-from tiny_model import small_model
+from tiny_model import padded_sources, small_model, toy_transformer
 
 PAD = 0
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> None:
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
-
-
-def _model(**kw: object) -> Transformer:
-    torch.manual_seed(0)
-    base: dict[str, object] = dict(
-        src_vocab_size=31,
-        tgt_vocab_size=37,
-        d_model=24,
-        n_heads=3,
-        d_head=8,
-        d_ff=40,
-        n_enc_layers=2,
-        n_dec_layers=2,
-        dropout=0.0,
-        max_len=64,
-    )
-    base.update(kw)
-    return Transformer(ModelConfig(**base)).eval()  # type: ignore[arg-type]
 
 
 def _fast(model: Transformer) -> Transformer:
@@ -62,7 +44,7 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_fast_decoding_changes_the_classes_and_nothing_else() -> None:
-    plain = _model()
+    plain = toy_transformer()
     fast = _fast(plain)
     assert type(plain) is Transformer and isinstance(fast, FastTransformer)
     assert all(type(layer) is DecoderLayer for layer in plain.decoder_layers)
@@ -80,7 +62,7 @@ def test_fast_decoding_changes_the_classes_and_nothing_else() -> None:
 def test_every_model_prepared_for_inference_decodes_the_fast_way(
     precision: str, pack: bool
 ) -> None:
-    m = for_inference(_model(), precision, pack=pack)
+    m = for_inference(toy_transformer(), precision, pack=pack)
     assert isinstance(m, FastTransformer)
     assert all(isinstance(layer, FastDecoderLayer) for layer in m.decoder_layers)
 
@@ -90,7 +72,7 @@ def test_every_model_prepared_for_inference_decodes_the_fast_way(
 def test_cached_decoding_equals_the_full_pass(fast: bool, kw: dict[str, object]) -> None:
     """Step by step (the fast buffers made to grow), in chunks, and, for an unpadded source
     batch (the fast cache's mask-free cross-attention), step by step again."""
-    model = _model(**kw)
+    model = toy_transformer(**kw)
     if fast:
         model = _fast(model)
     src, tgt = _batch()
@@ -123,7 +105,7 @@ def test_plain_and_fast_follow_beams_with_the_same_logits_and_weights(inference:
     """Beam search's rows come K to a sentence: the fast cache keeps the cross K/V once a
     sentence and the K rows query them together. Both caches through the same reorders,
     against each other and against the full pass: logits and cross-attention weights."""
-    plain = _model()
+    plain = toy_transformer()
     fast = _fast(plain)
     src, tgt = _batch()
     mode = torch.inference_mode() if inference else contextlib.nullcontext()
@@ -156,7 +138,7 @@ def test_fast_rows_packed_then_grown_then_reordered_again_decode_as_the_full_pas
     """In inference a reorder writes the rows packed, with room for one more position; steps
     without a reorder then grow the buffer, and the next reorder writes into the memory the
     one before freed. Each step's logits against the full pass over the same rows."""
-    model = _fast(_model())
+    model = _fast(toy_transformer())
     src, tgt = _batch()
     rows = torch.arange(src.shape[0])
     with torch.inference_mode():
@@ -177,22 +159,13 @@ def test_fast_rows_packed_then_grown_then_reordered_again_decode_as_the_full_pas
         assert live.data_ptr() != spare.data_ptr()  # the next reorder writes elsewhere
 
 
-def _sources() -> torch.Tensor:
-    g = torch.Generator().manual_seed(5)
-    src = torch.randint(4, 80, (7, 10), generator=g)
-    src[:, -1] = 2
-    src[3, 6:] = 0
-    src[3, 5] = 2
-    return src
-
-
 @pytest.mark.parametrize("tie", [True, False])
 def test_plain_and_fast_search_the_same_outputs(tie: bool) -> None:
     """Greedy, beam search and a 3-best list on a small model: the same tokens, the same scores
     (to 1e-5), the plain decoder against the fast one with the very same weights."""
     plain = small_model(80, tie=tie)
     fast = _fast(plain)
-    src = _sources()
+    src = padded_sources()
     for cfg in (
         DecodeConfig(method="greedy"),
         DecodeConfig(method="beam", beam_size=4),

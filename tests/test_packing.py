@@ -14,22 +14,13 @@ from attenzione.model.fast import packing
 from attenzione.model.fast.precision import for_inference, logits_difference
 from attenzione.model.transformer import Transformer
 from attenzione.search.decoding import generate
-from tiny_model import small_model
+from tiny_model import padded_sources, small_model
 
 pytestmark = pytest.mark.skipif(not packing.available(), reason="torch built without oneDNN")
 
 
 def _model(tie: bool = True) -> Transformer:
     return small_model(80, tie=tie)
-
-
-def _sources() -> torch.Tensor:
-    g = torch.Generator().manual_seed(5)
-    src = torch.randint(4, 80, (7, 10), generator=g)
-    src[:, -1] = 2
-    src[3, 6:] = 0
-    src[3, 5] = 2
-    return src
 
 
 @pytest.mark.parametrize("shape", [(1, 64), (3, 64), (2, 5, 64), (70, 64)])
@@ -61,7 +52,7 @@ def test_fp32_inference_packs_a_copy_and_leaves_the_model_alone() -> None:
 def test_packed_log_probs_match_the_plain_model(tie: bool) -> None:
     ref = _model(tie)
     fast = for_inference(ref, "fp32")
-    src = _sources()
+    src = padded_sources()
     tgt = torch.randint(4, 80, (7, 8), generator=torch.Generator().manual_seed(2))
     tgt[:, 0] = 1
     assert logits_difference(ref, fast, src, tgt) < 1e-4
@@ -70,7 +61,7 @@ def test_packed_log_probs_match_the_plain_model(tie: bool) -> None:
 def test_packed_decoding_gives_the_same_tokens_and_scores() -> None:
     ref = _model()
     fast = for_inference(ref, "fp32")
-    src = _sources()
+    src = padded_sources()
     for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=4)):
         a, b = generate(ref, src, cfg), generate(fast, src, cfg)
         assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
@@ -85,7 +76,7 @@ def test_a_packed_model_saves_and_copies_like_the_plain_one() -> None:
     assert own.keys() == theirs.keys()
     assert all(torch.equal(own[k], theirs[k]) for k in own)
     twin = copy.deepcopy(fast)
-    src = _sources()
+    src = padded_sources()
     cfg = DecodeConfig(method="greedy")
     assert [h[0].tokens for h in generate(twin, src, cfg)] == [
         h[0].tokens for h in generate(fast, src, cfg)
@@ -101,7 +92,7 @@ def test_a_packed_model_saves_each_tensor_once_and_loads_back(tie: bool, tmp_pat
     assert unshared_state(fast, None).keys() == unshared_state(ref, None).keys()
     save_weights(tmp_path / "m", fast)
     again = load_model(tmp_path / "m")
-    src = _sources()
+    src = padded_sources()
     tgt = torch.randint(4, 80, (7, 8), generator=torch.Generator().manual_seed(2))
     tgt[:, 0] = 1
     with torch.inference_mode():

@@ -51,6 +51,36 @@ def small_model(vocab: int, *, tie: bool, seed: int = 0) -> Transformer:
     return Transformer(cfg).eval()
 
 
+def toy_transformer(**kw: object) -> Transformer:
+    """Vocabularies 31 → 37, d_model 24, 3 heads of 8, two layers each side, untrained, in eval
+    mode (``kw`` overrides any of it): the model tests' Transformer."""
+    torch.manual_seed(0)
+    base: dict[str, object] = dict(
+        src_vocab_size=31,
+        tgt_vocab_size=37,
+        d_model=24,
+        n_heads=3,
+        d_head=8,
+        d_ff=40,
+        n_enc_layers=2,
+        n_dec_layers=2,
+        dropout=0.0,
+        max_len=64,
+    )
+    base.update(kw)
+    return Transformer(ModelConfig(**base)).eval()  # type: ignore[arg-type]
+
+
+def padded_sources(vocab: int = 80) -> torch.Tensor:
+    """(7,10) source ids of ``vocab`` ending in <eos> (2), one row padded (0) after its end."""
+    g = torch.Generator().manual_seed(5)
+    src = torch.randint(4, vocab, (7, 10), generator=g)
+    src[:, -1] = 2
+    src[3, 6:] = 0
+    src[3, 5] = 2
+    return src
+
+
 def tiny_translator(seed: int = 0) -> Translator:
     torch.manual_seed(seed)
     src = WordTokenizer.train([" ".join(WORDS)])

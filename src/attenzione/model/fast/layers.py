@@ -40,30 +40,22 @@ class FastDecoderLayer(DecoderLayer):
         need_weights: bool,
     ) -> tuple[Tensor, AttentionRecord | None]:
         """(B,T,D) states → (B,T,D) and, with ``need_weights``, the record (weights
-        (B,H,T,S); its K/V one row a sentence)."""
+        (B,H,T,S); its K/V one row a sentence). One row a sentence is the plain layer's."""
+        group = cache.group if isinstance(cache, FastKVCache) else 1
+        if cache is None or group == 1:
+            return super().cross_attend(h, memory, memory_mask, cache, layer_index, need_weights)
+        # a sentence's `group` rows (its beams) query its one copy of the memory together
         cross = self.cross_attn
         q = cross.project_q(h)  # (B,H,T,Dh)
-        group = 1
-        if cache is not None:
-            ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
-            if isinstance(cache, FastKVCache):
-                group = cache.group
-        else:
-            if memory is None:
-                raise ValueError("decoding without a cache needs the encoder memory")
-            ck, cv = cross.project_kv(memory)  # 2 × (B,H,S,Dh)
-        if group == 1:
-            a, cross_w = cross.attend(q, ck, cv, memory_mask, need_weights=need_weights)
-        else:  # a sentence's `group` rows (its beams) query its one copy of the memory together
-            n, (rows, heads, t, dh) = ck.shape[0], q.shape
-            q_grouped = q.view(n, group, heads, t, dh).transpose(1, 2).reshape(n, heads, -1, dh)
-            a, cross_w = cross.attend(q_grouped, ck, cv, memory_mask, need_weights=need_weights)
-            a = a.reshape(rows, t, -1)  # (n, group·T, D) -> (n·group, T, D)
-            if cross_w is not None:  # (n, H, group·T, S) -> (n·group, H, T, S)
-                cross_w = cross_w.view(n, heads, group, t, -1).transpose(1, 2)
-                cross_w = cross_w.reshape(rows, heads, t, -1)
+        ck, cv = cache.layers[layer_index].cross_k, cache.layers[layer_index].cross_v
+        n, (rows, heads, t, dh) = ck.shape[0], q.shape
+        q_grouped = q.view(n, group, heads, t, dh).transpose(1, 2).reshape(n, heads, -1, dh)
+        a, cross_w = cross.attend(q_grouped, ck, cv, memory_mask, need_weights=need_weights)
+        a = a.reshape(rows, t, -1)  # (n, group·T, D) -> (n·group, T, D)
         if cross_w is None:
             return a, None
+        # (n, H, group·T, S) -> (n·group, H, T, S)
+        cross_w = cross_w.view(n, heads, group, t, -1).transpose(1, 2).reshape(rows, heads, t, -1)
         return a, AttentionRecord(cross_w, q, ck, cv, memory_mask)
 
 

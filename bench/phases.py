@@ -5,8 +5,7 @@
 Translates the first ``--limit`` FLORES dev sentences (``../shared/data/dev``) with the
 translator's defaults (beam 4, ranking terms, text steps) and times each part of the loop in
 :func:`attenzione.search.decoding.generate`: the network (``Transformer.encode`` and ``decode``),
-the
-log-softmax, beam search's ranking (``BeamSearch.step``), each ranking term and constraint,
+the log-softmax, beam search's ranking (``BeamSearch.step``), each ranking term and constraint,
 and the cache's reorder. Each part is timed by wrapping its method with a clock for the run
 (the wrappers cost ~1 µs a call, the same for every part). Reports seconds per part, median
 over the rounds, and the share of the whole. Run it on an idle machine.

@@ -190,12 +190,11 @@ def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: in
     one).
 
     Workers need two batches at once to share, and a text streams in chunks of
-    :data:`~attenzione.translator.translator.STREAM_CHUNK` lines, batched chunk by chunk: with
-    fewer than
-    two batches a chunk, or one text's n-best list, there is nothing to share, whatever was
-    ``asked``. Otherwise ``asked`` (0: two when there are two ``cores`` or more and at least a
-    whole chunk of four batches or more; FLORES dev's 997 lines went 1.1× faster so, and five
-    batches in all gained nothing: docs/benchmarks.md)."""
+    :data:`~attenzione.translator.translator.STREAM_CHUNK` lines, batched chunk by chunk: with fewer
+    than two batches a chunk, or one text's n-best list, there is nothing to share, whatever was
+    ``asked``. Otherwise ``asked`` (0: two when there are two ``cores`` or more and at least a whole
+    chunk of four batches or more; FLORES dev's 997 lines went 1.1× faster so, and five batches in
+    all gained nothing: docs/benchmarks.md)."""
     from attenzione.translator.translator import STREAM_CHUNK
 
     per_chunk = -(-min(texts, STREAM_CHUNK) // batch_size)

@@ -18,8 +18,7 @@ gain.
 
 Attention weights, when requested, are returned upward — never stored on ``self`` — as an
 :class:`~attenzione.model.attention.AttentionRecord` holding the weights, the q/k/v they came from
-and
-the mask that was applied. The layers call the projections explicitly (rather than through
+and the mask that was applied. The layers call the projections explicitly (rather than through
 ``MultiHeadAttention.forward``) precisely so these tensors are at hand to return.
 """
 

@@ -161,9 +161,8 @@ def build(
 
 def output_layer(model: Any, ids: Tensor) -> Callable[[Tensor], Tensor]:
     """The output layer of ``model`` (a :class:`~attenzione.model.transformer.Transformer`)
-    restricted to
-    the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at those
-    ids. Made once per batch; packed where the full layer is
+    restricted to the target ``ids``: (…, D) → (…, len(ids)), the same logits as the full layer's at
+    those ids. Made once per batch; packed where the full layer is
     (:mod:`attenzione.model.fast.packing`)."""
     gen = model.generator
     bias = getattr(gen, "bias", None)

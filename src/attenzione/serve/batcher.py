@@ -19,8 +19,7 @@ job is to make batches as large as the waiting requests allow:
   about a third slower per sentence than one of 32. A lone client never waits (the load it
   last saw is its own one sentence), so its latency is the direct call's plus HTTP;
 * the :class:`~attenzione.translator.translator.Translator` sorts a batch by length, decodes it,
-  and each
-  sentence's future is resolved — the HTTP layer awaits those futures without blocking.
+  and each sentence's future is resolved — the HTTP layer awaits those futures without blocking.
 
 The queue is bounded in sentences: a request that does not fit raises :class:`QueueFull`
 (the service answers 503 at once; waiting would only move the overload into the clients'

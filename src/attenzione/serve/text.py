@@ -9,8 +9,7 @@ between tags is translated, each text node on its own; the contents of ``script`
 ``code``, ``pre`` and ``textarea``, and of any element marked ``translate="no"`` or
 ``class="notranslate"``, are left untouched. Inline elements (``<b>``, ``<a href>``,
 ``<span>``: any but HTML's block and void ones, :data:`attenzione.pipeline.markup.CUTTING`, and
-those
-left untouched) do not cut the text: the text nodes between block tags are joined back with
+those left untouched) do not cut the text: the text nodes between block tags are joined back with
 their inline tags, cut into sentences, and each sentence reaches the translator with its tags,
 which it translates whole and places by attention (:mod:`attenzione.pipeline.markup`): "Hello
 <b>world</b>!" is one sentence. Its translation is escaped again except for those tags. Text

@@ -7,8 +7,7 @@ gives a model that is usually a little better than any one of them.
 
 A run keeps the weights of its periodic checkpoints in ``RUN/snapshots/`` (``attenzione train
 --keep-snapshots K`` keeps the last K; :func:`attenzione.translator.model_dir.save_snapshot` writes
-them);
-:func:`average_run` averages the last few into a model directory that translates like any
+them); :func:`average_run` averages the last few into a model directory that translates like any
 other.
 """
 

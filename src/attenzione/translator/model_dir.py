@@ -1,8 +1,7 @@
 """Everything about a model directory: what it holds, how it is written, how it is read.
 
 A model directory is what :class:`~attenzione.translator.translator.Translator` loads and what
-training
-writes as ``last/`` and ``best/``::
+training writes as ``last/`` and ``best/``::
 
     config.json          the ModelConfig (JSON)
     model.safetensors    the weights (safetensors: loading a model never unpickles code)

@@ -211,10 +211,9 @@ class Translator:
         """Load a model directory; ``None`` loads the English→Italian model shipped inside.
 
         ``precision``: ``"fp32"`` (the reference), ``"bf16"`` or ``"int8"`` (faster on CPU,
-        approximate; see :mod:`attenzione.model.fast.precision`); ``pack=False`` keeps fp32's
-        linear layers
-        unpacked (:mod:`attenzione.model.fast.packing`). Every way the directory can be damaged
-        is a ``ValueError``/``FileNotFoundError`` naming the file.
+        approximate; see :mod:`attenzione.model.fast.precision`); ``pack=False`` keeps fp32's linear
+        layers unpacked (:mod:`attenzione.model.fast.packing`). Every way the directory can be
+        damaged is a ``ValueError``/``FileNotFoundError`` naming the file.
         """
         from attenzione.model.fast.precision import PRECISIONS, for_inference
 

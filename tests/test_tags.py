@@ -113,6 +113,8 @@ def test_a_tag_is_read_first_never_written_and_kept_in_a_model_directory(
     assert loaded.tags == ("lc",) and loaded.default_tag == "lc"
     assert loaded.attention(text, beam=1).src_tokens[0] == "<tag:lc>"
     assert loaded.attention(text, beam=1, tag="").src_tokens == plain.src_tokens
+    loaded.default_tag = None  # the translator's own default is the one read
+    assert loaded.attention(text, beam=1).src_tokens == plain.src_tokens
     tr.info["default_tag"] = "news"
     with pytest.raises(ValueError, match="default_tag 'news'"):
         Translator.from_pretrained(tr.save_pretrained(tmp_path / "bad"))

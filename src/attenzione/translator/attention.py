@@ -84,8 +84,9 @@ def sentence_attention(
         raise ValueError("the sentence to show attention for is empty")
     translation, read = tgt, src.strip()
     reader, ctx, pipeline = translator.reader, translator.ctx, translator.pipeline
+    first = reader.tag_ids(tag, translator.default_tag)  # a corpus tag's token, if any
     if tgt_ids is not None:
-        src_ids = reader.tag_ids(tag) + reader.read_at_once(ctx, read, "the sentence")
+        src_ids = first + reader.read_at_once(ctx, read, "the sentence")
         tgt_ids = list(tgt_ids)
         translation = translator.tgt_tokenizer.decode(tgt_ids)
     else:
@@ -94,7 +95,6 @@ def sentence_attention(
             seg = segs[0]
         else:  # a line the pipeline cuts: shown as the model reads it whole
             seg = Segment(normalize(src) if "normalize" in pipeline.names else src)
-        first = reader.tag_ids(tag)
         seg.ids = src_ids = first + reader.read_at_once(ctx, seg.text, "the sentence", pipeline)
         read = seg.text  # what the model reads: its maps show its tokens
         if tgt is None:

@@ -17,32 +17,18 @@ from attenzione.pipeline import Context, Pipeline, Segment
 
 class SourceReader:
     """Source ids for a model reading ``src_tokenizer``'s pieces: at most ``max_src_tokens``
-    at once (``max_len - 1`` without a ``split`` step), a corpus tag's token first when asked
-    (``default_tag`` when not told otherwise)."""
+    at once (``max_len - 1`` without a ``split`` step), a corpus tag's token first when asked."""
 
-    def __init__(
-        self,
-        src_tokenizer: Tokenizer,
-        max_src_tokens: int,
-        max_len: int,
-        default_tag: str | None = None,
-    ) -> None:
-        self.src_tokenizer, self.max_src_tokens, self.max_len = (
-            src_tokenizer,
-            max_src_tokens,
-            max_len,
-        )
+    def __init__(self, src_tokenizer: Tokenizer, max_src_tokens: int, max_len: int) -> None:
+        self.src_tokenizer = src_tokenizer
+        self.max_src_tokens, self.max_len = max_src_tokens, max_len
         # corpus tags (attenzione.data.mixing): the source vocabulary's
         self.tags: tuple[str, ...] = tuple(getattr(src_tokenizer, "tags", ()))
-        if default_tag is not None and default_tag not in self.tags:
-            raise ValueError(
-                f"info.json: default_tag {default_tag!r} is not one of the model's tags"
-            )
-        self.default_tag = default_tag
 
-    def tag_ids(self, tag: str | None) -> list[int]:
-        """The source ids that go before a text read with ``tag`` (None: the default)."""
-        name = self.default_tag if tag is None else tag or None
+    def tag_ids(self, tag: str | None, default: str | None = None) -> list[int]:
+        """The source ids that go before a text read with ``tag`` (None: ``default``; "": no
+        tag)."""
+        name = default if tag is None else tag or None
         if name is None:
             return []
         if name not in self.tags:
@@ -68,11 +54,16 @@ class SourceReader:
         return ids
 
     def read(
-        self, ctx: Context, texts: Sequence[str], pipeline: Pipeline, tag: str | None
+        self,
+        ctx: Context,
+        texts: Sequence[str],
+        pipeline: Pipeline,
+        tag: str | None,
+        default: str | None = None,
     ) -> list[list[Segment]]:
         """Each text's segments as the pipeline prepares them, those to translate with their
         source ids (control characters read as spaces: no model has seen one)."""
-        first = self.tag_ids(tag)
+        first = self.tag_ids(tag, default)
         lines: list[list[Segment]] = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):

@@ -106,10 +106,13 @@ class Translator:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"info.json: a bad pipeline: {exc}") from None
         # text to source ids: the length cap, corpus tags (attenzione.data.mixing)
-        self.reader = SourceReader(
-            src_tokenizer, self.max_src_tokens, model.config.max_len, self.info.get("default_tag")
-        )
-        self.tags, self.default_tag = self.reader.tags, self.reader.default_tag
+        self.reader = SourceReader(src_tokenizer, self.max_src_tokens, model.config.max_len)
+        self.tags = self.reader.tags
+        # the tag a text is read with unless told otherwise (None: none)
+        default = self.info.get("default_tag")
+        if default is not None and default not in self.tags:
+            raise ValueError(f"info.json: default_tag {default!r} is not one of the model's tags")
+        self.default_tag: str | None = default
         # where and how the model was loaded (from_pretrained; what workers load again)
         self.directory: Path | None = None
         self.precision, self.packed = "fp32", False
@@ -298,7 +301,7 @@ class Translator:
         cfg = search or DecodeConfig()
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        lines = self.reader.read(self.ctx, texts, pipeline, tag)
+        lines = self.reader.read(self.ctx, texts, pipeline, tag, self.default_tag)
         todo = [seg.ids for segs in lines for seg in segs if seg.ids is not None]
         decoded = self.scheduler.start(
             todo, cfg, self.terms if terms is None else terms, batch_size

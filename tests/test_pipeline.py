@@ -247,6 +247,19 @@ def test_web_and_mail_addresses_are_carried_whole(ctx: Context) -> None:
     assert _cut("xhttps://example.com", ctx) == [("", "xhttps://example.com", True)]
 
 
+def test_bare_host_names_are_carried_and_abbreviations_are_not(ctx: Context) -> None:
+    for host in ("example.com", "shop.example.com", "Amazon.com", "identi.ca", "a.b.org:8080/x"):
+        assert _cut(f"See {host}.", ctx) == [
+            ("", "See", True),
+            (" ", host, False),
+            ("", ".", False),
+        ]
+    # a capitalised word, a dot and a few letters is an abbreviation or a typo, not a host;
+    # so are file names, "e.g." and numbers
+    for text in ("Sig.ra Rossi", "Tom.si lavò", "e.g. this", "open file.txt now", "it is 3.5 m"):
+        assert all(readable for _, _, readable in _cut(text, ctx)), text
+
+
 def test_split_gives_each_piece_the_tags_it_holds() -> None:
     from attenzione.pipeline.markup import Tag
     from attenzione.pipeline.split import spread

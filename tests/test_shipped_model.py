@@ -81,6 +81,9 @@ ADDRESSES = {
         "(www.example.org)",
         "www.example.org/news",
     ],
+    # bare host names, no scheme (issue 53: "Esempio di visita.com", "negozio.com")
+    "Visit example.com today.": ["example.com"],
+    "Go to shop.example.com now.": ["shop.example.com"],
 }
 # Europarl-like sentences: the kind of text the lower-cased Europarl (corpus tag "lc") taught
 # the model; untagged, they must come back in ordinary case. The names must keep capitals.

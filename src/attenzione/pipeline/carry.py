@@ -1,12 +1,12 @@
 """Step ``carry``: what the model cannot translate is carried over where it stands.
 
 Markup tags (``<b>``, ``</b>``, ``<a href="…">``: :data:`MARKUP_TAG`), web and mail
-addresses (:data:`ADDRESS`), runs of pictographs the source vocabulary can only spell in
-bytes (emoji, stars, dingbats: :meth:`Context.carries`, with the joiners between them) and
-any stretch without a letter or digit ("!" after an emoji) are cut out of the line and
-written back unchanged; the text between them is translated. The model has hardly seen
-them: it turned "🍕" into invented words, "<b>Tom</b> is here" into "<b>Tom-t> è qui" and
-"example.com" into "esempio.com".
+addresses and host names (:data:`ADDRESS`), runs of pictographs the source vocabulary can
+only spell in bytes (emoji, stars, dingbats: :meth:`Context.carries`, with the joiners
+between them) and any stretch without a letter or digit ("!" after an emoji) are cut out
+of the line and written back unchanged; the text between them is translated. The model has
+hardly seen them: it turned "🍕" into invented words, "<b>Tom</b> is here" into
+"<b>Tom-t> è qui" and "example.com" into "esempio.com".
 
 With the ``inline-tags`` step on (a step that places tags: the pipeline sets the segment's
 ``keep_inline``), an address or a run of pictographs inside a sentence —
@@ -39,11 +39,25 @@ from attenzione.pipeline.markup import Tag, inline_pairs, insert_tags, nonspace
 # translated. The service's format=html reads the tags it parses the same way.
 MARKUP_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]{0,200})?/?>")
 
-# A web or mail address ("https://example.com/a?b=1", "www.debian.org", "info@example.org"),
-# starting a word; the punctuation that ends a sentence after it is not part of it.
+# A host name without a scheme ("example.com", "shop.example.com:8080/cart"): dotted labels
+# ending in a top-level domain. A capitalised name with one dot needs a generic domain
+# ("Amazon.com", not "Sig.ra" or "Tom.si"); a lower-case one may end in any two letters
+# ("identi.ca", "example.it"); "file.txt", "e.g." and "3.5" are not host names.
+_GENERIC = r"(?:com|org|net|edu|gov|mil|int|info|biz|app|dev|xyz|online|site|tech|shop|blog)"
+_TLD = rf"(?:[a-z]{{2}}|{_GENERIC})"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = (
+    rf"(?<![\w@./:-])(?:(?:{_LABEL}\.){{2,8}}{_TLD}|[a-z0-9][a-z0-9-]{{0,62}}\.{_TLD}|{_LABEL}\.{_GENERIC})"
+    r"(?![\w-])(?::\d{1,5})?(?:/[^\s<>\"]*)?"
+)
+
+# A web or mail address ("https://example.com/a?b=1", "www.debian.org", "info@example.org",
+# a bare host name), starting a word; the punctuation that ends a sentence after it is not
+# part of it.
 ADDRESS = re.compile(
     r"(?:(?:https?|ftp)://|www\.)[^\s<>\"]+"
     r"|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"  # bounded: linear on "a.a.a.…"
+    rf"|{_HOST}"
 )
 _ADDRESS_END = re.compile(r"[.,;:!?'\")\]]+$")
 

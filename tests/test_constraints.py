@@ -14,6 +14,7 @@ from attenzione.search.constraints import (
     NEVER,
     NOT_A_BYTE,
     ByteBan,
+    NoDoubledMarks,
     WellFormedUTF8,
     WholeCharacters,
     utf8_roles,
@@ -227,3 +228,37 @@ def test_malformed_whole_characters_are_refused() -> None:
     with pytest.raises(ValueError, match="the characters of 3 sources"):
         two = WholeCharacters(BYTE_OF, le_only)
         generate(_SwappedBytes(), src(3), constraints=[WellFormedUTF8(ROLES_3), two])
+
+
+class _Doubling(ScriptedModel):
+    """After A (a full stop, say) the model likes a second one: A A (0.42) beats A <eos>."""
+
+    TABLE = {(): {A: 0.6, B: 0.4}, (A,): {A: 0.7, EOS: 0.3}, (A, A): {EOS: 1.0}}
+
+
+def test_a_mark_is_doubled_only_where_its_source_doubles_it() -> None:
+    writes = torch.zeros(1, V, dtype=torch.bool)
+    writes[0, A] = True  # A writes the one mark
+    doubled = torch.tensor([[False], [True]])  # the second source has it twice in a row
+    for cfg in (DecodeConfig(method="greedy"), DecodeConfig(beam_size=2, n_best=2)):
+        out = generate(_Doubling(), src(2), cfg, constraints=[NoDoubledMarks(writes, doubled)])
+        first, second = _tokens(out)
+        assert all(t[-2:] != [A, A] for t in first), first
+        assert second[0] == [A, A], second
+    # the same search without the constraint doubles the mark in both
+    free = generate(_Doubling(), src(2), DecodeConfig(method="greedy"))
+    assert _tokens(free) == [[[A, A]], [[A, A]]]
+
+
+def test_the_shipped_models_read_which_marks_to_keep_single() -> None:
+    """The shipped en→it model: "on the sofa." had "sul divano.." among its five best."""
+    from attenzione.config import search_config
+    from attenzione.translator import Translator
+    from attenzione.translator.model_dir import PRETRAINED_DIR
+
+    if not (PRETRAINED_DIR / "model.safetensors").is_file():
+        pytest.skip("no shipped model in this checkout")
+    tr = Translator.from_pretrained()
+    (out,) = tr.translate("The cat is sleeping on the sofa.", search=search_config(5, 5))
+    assert len(out.candidates) == 5
+    assert not any(".." in c.text for c in out.candidates), [c.text for c in out.candidates]

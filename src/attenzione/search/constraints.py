@@ -7,6 +7,8 @@ sampling, beam search).
 * :class:`MinLength`: no ``<eos>`` before ``min_len`` tokens (``DecodeConfig.min_len``; the
   loop adds it itself).
 * :class:`Never`: tokens no row may write (a model's corpus tags).
+* :class:`NoDoubledMarks`: a punctuation mark twice in a row only where the source has it
+  twice in a row ("sul divano.." was an alternative of "on the sofa.").
 
 The others exist because of byte fallback: a SentencePiece vocabulary spells a
 character it lacks as its UTF-8 bytes (``£`` = ``<0xC2><0xA3>``), and a model that writes
@@ -66,6 +68,46 @@ class Never(Constraint):
 
     def mask(self, scores: Tensor) -> None:
         scores[:, self.ids] = float("-inf")
+
+
+class NoDoubledMarks(Constraint):
+    """A punctuation mark written twice in a row only where the sentence's source writes it
+    twice in a row: "Wait..." keeps its dots, "on the sofa." has no "sul divano.." among its
+    alternatives. Any language, any mark: only the source decides.
+
+    ``writes``: (C,V) bool, the target tokens that write each of C marks alone ("." and
+    "▁."); ``doubled``: (B,C) bool, whether each sentence's source writes the mark twice in a
+    row."""
+
+    def __init__(self, writes: Tensor, doubled: Tensor) -> None:
+        self.writes, self.doubled = writes, doubled
+        dev = writes.device
+        # the mark each token writes alone (-1: none)
+        self.column = torch.where(writes.any(0), writes.long().argmax(0), -1)
+        self.sentence = torch.zeros(0, dtype=torch.long, device=dev)
+        self.last = torch.zeros(0, dtype=torch.long, device=dev)  # (N,) the last mark or -1
+
+    def start(self, batch: int, vocab: int) -> None:
+        marks = self.writes.shape[0]
+        if tuple(self.writes.shape) != (marks, vocab) or tuple(self.doubled.shape) != (
+            batch,
+            marks,
+        ):
+            raise ValueError(f"writes must be (C, {vocab}) and doubled ({batch}, C) booleans")
+        self.sentence = torch.arange(batch, device=self.writes.device)
+        self.last = torch.full((batch,), -1, dtype=torch.long, device=self.writes.device)
+
+    def mask(self, scores: Tensor) -> None:
+        col = self.last.clamp(min=0)
+        rows = ((self.last >= 0) & ~self.doubled[self.sentence, col]).nonzero().flatten()
+        if rows.numel():
+            scores[rows] = scores[rows].masked_fill(self.writes[col[rows]], float("-inf"))
+
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
+        if rows is not None:
+            self.sentence, self.last = self.sentence[rows], self.last[rows]
+        if tokens is not None:
+            self.last = self.column[tokens]
 
 
 class ByteBan(Constraint):

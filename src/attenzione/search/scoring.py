@@ -13,6 +13,7 @@ weights, each switchable by name.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -25,6 +26,7 @@ from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.search.constraints import (
     ByteBan,
     Never,
+    NoDoubledMarks,
     WellFormedUTF8,
     WholeCharacters,
     utf8_roles,
@@ -138,6 +140,18 @@ class Scoring:
         self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])
         self._starts_digit = torch.tensor([p[:1] in digits for p in src_pieces])
         self._joined = torch.tensor([bool(p) and not p.startswith("\u2581") for p in src_pieces])
+        # the marks that target pieces write alone ("." or "▁."): written twice in a row
+        # only where the source has them so (NoDoubledMarks)
+        alone: dict[str, list[int]] = {}
+        for i in range(min(tgt_tokenizer.vocab_size, config.tgt_vocab_size)):
+            piece = tgt_tokenizer.id_to_token(i)
+            mark = piece.removeprefix("\u2581")
+            if len(mark) == 1 and unicodedata.category(mark)[0] == "P" and not is_byte_piece(piece):
+                alone.setdefault(mark, []).append(i)
+        self._mark_chars = list(alone)
+        self._writes = torch.zeros((len(alone), config.tgt_vocab_size), dtype=torch.bool)
+        for c, ids in enumerate(alone.values()):
+            self._writes[c, ids] = True
         # the corpus tags of a joint vocabulary: source tokens only, never written
         tags = getattr(tgt_tokenizer, "tags", ())
         self._never = [tgt_tokenizer.tag_id(t) for t in tags]  # type: ignore[attr-defined]
@@ -162,6 +176,9 @@ class Scoring:
         out: list[Constraint] = []
         if self._never:
             out.append(Never(self._never, self.config.eos_id))
+        if self._mark_chars:
+            doubled = self._doubled(sources).to(batch.device)
+            out.append(NoDoubledMarks(self._writes.to(batch.device), doubled))
         if len(self._byte_src):
             out.append(ByteBan(self._byte_bans(batch), self.config.eos_id))
         if self._utf8 is not None:
@@ -170,6 +187,13 @@ class Scoring:
             if whole is not None:
                 out.append(whole)
         return out
+
+    def _doubled(self, sources: Sequence[Sequence[int]]) -> Tensor:
+        """(B,C) whether each source writes each mark of :attr:`_writes` twice in a row."""
+        texts = [self.src_tokenizer.decode(list(ids)).replace(" ", "") for ids in sources]
+        return torch.tensor(
+            [[ch * 2 in text for ch in self._mark_chars] for text in texts], dtype=torch.bool
+        ).reshape(len(texts), len(self._mark_chars))
 
     def _byte_bans(self, batch: Tensor) -> Tensor:
         """(B,V) the byte pieces (``<0xE2>``…) each sentence may not produce: all but those

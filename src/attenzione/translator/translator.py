@@ -36,6 +36,7 @@ from attenzione.search.scoring import TERM_NAMES, Scoring, Terms
 from attenzione.search.shortlist import Shortlist
 from attenzione.translator import model_dir
 from attenzione.translator.attention import AttentionAligner
+from attenzione.translator.bounds import bounds_for
 from attenzione.translator.candidates import Candidate, Translation, assemble
 from attenzione.translator.engine import Engine
 from attenzione.translator.model_dir import PRETRAINED_DIR
@@ -94,6 +95,8 @@ class Translator:
         self.aligner = AttentionAligner(model, src_tokenizer, tgt_tokenizer)
         self.engine = Engine(model, Scoring(model.config, src_tokenizer, tgt_tokenizer), shortlist)
         self.scheduler = Scheduler(self.engine)
+        # the widest beam and the batch rows this machine can hold (translator/bounds.py)
+        self.bounds = bounds_for(model.config)
         self.words = WordLists(
             sorted_words(known_words), sorted_words(translated_words), number_format
         )
@@ -299,8 +302,7 @@ class Translator:
         and start decoding them (with :attr:`workers`, their batches are handed out now);
         the call returned collects the translations."""
         cfg = search or DecodeConfig()
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        batch_size = self.bounds.batch_for(cfg, batch_size)  # refuses a beam too wide
         lines = self.reader.read(self.ctx, texts, pipeline, tag, self.default_tag)
         todo = [seg.ids for segs in lines for seg in segs if seg.ids is not None]
         decoded = self.scheduler.start(
@@ -360,9 +362,9 @@ class Translator:
         """Decode source id lists (each already ending in ``<eos>``), batched by length, with
         the hard constraints and the ranking terms; hypotheses per source, in input order.
         With :attr:`workers` set and more than one batch, the batches go to them."""
-        return self.scheduler.start(
-            src, search or DecodeConfig(), self.terms if terms is None else terms, batch_size
-        )()
+        cfg = search or DecodeConfig()
+        batch_size = self.bounds.batch_for(cfg, batch_size)
+        return self.scheduler.start(src, cfg, self.terms if terms is None else terms, batch_size)()
 
     def decode_batch(
         self, sources: list[list[int]], search: DecodeConfig, terms: Terms

@@ -43,11 +43,15 @@ class Server:
 
 @contextmanager
 def running_server(tmp: Path, *args: str, threads: int = 1) -> Iterator[Server]:
-    """A server with the shipped model (and ``args``), ready to answer; stopped afterwards."""
+    """A server with the shipped model (and ``args``), ready to answer; stopped afterwards
+    (SIGTERM). Its download area is ``tmp/cache/attenzione/files``."""
     port = free_port()
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", str(threads))
+    # translated files wait in the user's cache directory: the test's own, so that two
+    # servers started on the same ``tmp`` share one download area (and nothing is left in ~)
+    env["XDG_CACHE_HOME"] = str(tmp / "cache")
     log = tmp / f"serve-{port}.log"
     cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port)]
     cmd += [

@@ -377,10 +377,15 @@ def test_page_fits_a_phone(server: Server) -> None:
         driver.find_element(By.ID, "view-matrix").click()
         assert overflow(driver) == (390, 390, 390), "matrix view"
         driver.find_element(By.ID, "view-lines").click()
-        # the lines view keeps its size and scrolls inside its own box
+        # the lines view fits its box: the English side is on the screen (issue 53)
         view = driver.find_element(By.ID, "view")
         assert view.value_of_css_property("overflow-x") == "auto"
-        assert view.rect["x"] + view.rect["width"] <= 390
+        right = view.rect["x"] + view.rect["width"]
+        assert right <= 390
+        svg = driver.find_element(By.CSS_SELECTOR, "svg.lines")
+        assert svg.rect["x"] + svg.rect["width"] <= right + 0.5
+        keys = driver.find_elements(By.CSS_SELECTOR, "svg.lines text.ktok")
+        assert keys and all(k.rect["x"] + k.rect["width"] <= right + 0.5 for k in keys)
         # and an ordinary text, as docs/page-phone.png shows it
         select_all_and_delete(driver.find_element(By.ID, "input"))
         driver.find_element(By.ID, "input").send_keys(SENTENCE + " I am hungry.")

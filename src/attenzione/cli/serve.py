@@ -157,6 +157,22 @@ def _limit(name: str, value: int) -> int:
     return value
 
 
+def _check_search(translator: Any, beam: int, alternatives_limit: int) -> None:
+    """Refuse, in one line, a ``--beam`` or ``--alternatives-limit`` wider than the machine
+    can search with this model (:mod:`attenzione.translator.bounds`): better at start-up
+    than a request that grows until the machine swaps."""
+    from attenzione.translator.bounds import check_beam
+
+    for flag, value, n_best in (
+        ("--beam", beam, 1),
+        ("--alternatives-limit", alternatives_limit, alternatives_limit + 1),  # + the best
+    ):
+        try:
+            check_beam(translator.bounds, beam, n_best)
+        except ValueError as exc:
+            fail(f"{flag} {value}: {exc}")
+
+
 def serve(
     model: list[Path] = typer.Option(
         None,
@@ -221,7 +237,9 @@ def serve(
         1024**3, help="Most bytes of translated documents kept at once (then 503)."
     ),
     files_dir: Path | None = typer.Option(
-        None, help="Where translated documents wait (default: a new temporary directory)."
+        None,
+        help="Where translated documents wait for their download, kept across restarts "
+        "(default: ~/.cache/attenzione/files, or under $XDG_CACHE_HOME).",
     ),
     source_lang: str | None = typer.Option(
         None, help="The one model's source language (default: its info.json, else en)."
@@ -258,7 +276,7 @@ def serve(
 
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
         from attenzione.serve.batcher import Route
-        from attenzione.serve.files import FileStore
+        from attenzione.serve.files import FileStore, default_dir
         from attenzione.serve.limits import KeyRing
         from attenzione.translator.registry import installed, pair_of
         from attenzione.translator.translator import Translator
@@ -284,6 +302,7 @@ def serve(
             set_number_format(translator, number_format)
             steps, terms = pipeline_of(translator, names, raw)
             translator.translate([""], tag=tag)  # an unknown tag: one line now, not later
+            _check_search(translator, beam, alternatives_limit)
             found = pair_of(directory, translator.info)
             pair = ((source_lang or found[0]).lower(), (target_lang or found[1]).lower())
             key = f"{pair[0]}-{pair[1]}"
@@ -313,7 +332,7 @@ def serve(
             file_chars=file_chars,
             file_timeout=file_timeout,
         )
-        store = FileStore(files_dir, file_ttl, files_max_bytes) if files else None
+        store = FileStore(files_dir or default_dir(), file_ttl, files_max_bytes) if files else None
         app = create_app(Service(batcher, languages, settings, keys, store))
         config = server_config(
             app,

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -31,7 +32,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from attenzione.serve.fields import ApiError, read_body, read_fields, read_upload
-from attenzione.serve.files import MEDIA_TYPES
+from attenzione.serve.files import MEDIA_TYPES, ascii_name
 from attenzione.serve.page import docs_html, page_html
 from attenzione.serve.service import Service
 from attenzione.serve.spec import openapi_spec
@@ -82,6 +83,14 @@ class _CountInFlight:
             finish()
 
 
+def disposition(filename: str) -> str:
+    """``Content-Disposition`` for a download named ``filename`` (RFC 6266): an ASCII
+    ``filename`` for old clients and the real name, Unicode and all, as RFC 5987's
+    ``filename*``."""
+    utf8 = quote(filename, safe="")
+    return f"attachment; filename=\"{ascii_name(filename)}\"; filename*=UTF-8''{utf8}"
+
+
 def create_app(service: Service) -> FastAPI:
     """The application around a ready :class:`Service` (its worker is started and stopped
     with the application's lifespan)."""
@@ -89,6 +98,8 @@ def create_app(service: Service) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         service.languages.load()
+        if service.files is not None:
+            service.files.sweep()  # what expired while no process served the area
         service.batcher.start()
         try:
             yield
@@ -163,7 +174,8 @@ def create_app(service: Service) -> FastAPI:
         limit = service.settings.file_limit
         fields, upload = await read_upload(request, limit + 64 * 1024, read_timeout + limit / 65536)
         name = await service.translate_file(fields, upload, client(request))
-        return JSONResponse({"translatedFileUrl": f"{request.base_url}download_file/{name}"})
+        url = f"{request.base_url}download_file/{quote(name)}"  # a name may be "猫.txt"
+        return JSONResponse({"translatedFileUrl": url})
 
     @app.api_route("/download_file/{name}", methods=GET)
     async def download_file(name: str) -> Response:
@@ -174,7 +186,7 @@ def create_app(service: Service) -> FastAPI:
         return FileResponse(
             path,
             media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
-            filename=service.files.download_name(name),
+            headers={"Content-Disposition": disposition(service.files.download_name(name))},
         )
 
     @app.post("/translate")

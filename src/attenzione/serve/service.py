@@ -5,23 +5,27 @@
 identifier, the keys and the limits. Its methods take the fields :mod:`.fields` read and
 return JSON-able values, raising :class:`~attenzione.serve.fields.ApiError` for anything
 the client must fix — in LibreTranslate's order: access (key, rate) first, then the fields.
+A search wider than the model's machine can hold (``alternatives``) is one of those: a 400.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from attenzione.documents import FORMATS, DocumentError, read_document
 from attenzione.pipeline.carry import MARKUP_TAG
-from attenzione.serve.alignment import attention_payload
+from attenzione.serve.answer import Wanted, text_answer
 from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
 from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
 from attenzione.serve.files import FileStore, StoreFull
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
-from attenzione.serve.text import Piece, assemble, plan_html, plan_text
+from attenzione.serve.routing import read_sources
+from attenzione.serve.text import Piece, plan_html, plan_text
+from attenzione.translator.bounds import check_beam
 
 
 @dataclass(frozen=True)
@@ -94,45 +98,6 @@ class Service:
             raise ApiError(429, f"Slowdown: {limit} per 1 minute", {"Retry-After": "60"})
 
     # ------------------------------------------------------------------ /translate
-    def _source(self, fields: dict[str, Any], texts: list[str]) -> tuple[str, dict[str, Any], str]:
-        """The ``source`` as sent, the language taken (detected for ``auto``), and the key of
-        the model that translates it into ``target``."""
-        source = (get_str(fields, "source") or "").strip().lower()
-        target = (get_str(fields, "target") or "").strip().lower()
-        if not source:
-            raise ApiError(400, "Invalid request: missing source parameter")
-        if not target:
-            raise ApiError(400, "Invalid request: missing target parameter")
-        detected: dict[str, Any] = {"confidence": 100.0, "language": source}
-        langs = self.languages
-        if source == "auto":
-            detected = langs.detect_source(" ".join(texts), target)
-            found = detected["language"]
-            if found not in langs.sources():
-                raise ApiError(
-                    400,
-                    f"The text looks {language_name(found)} ({found}, confidence "
-                    f"{detected['confidence']:g}), which this server cannot translate: "
-                    f"it translates {langs.pair()}",
-                )
-        lang = detected["language"]
-        if lang not in langs.codes:
-            raise ApiError(400, f"{source} is not supported: this server translates {langs.pair()}")
-        if target not in langs.codes:
-            raise ApiError(400, f"{target} is not supported: this server translates {langs.pair()}")
-        if target not in langs.targets(lang):
-            raise ApiError(
-                400,
-                f"{language_name(target)} ({target}) is not available as a target language "
-                f"from {language_name(lang)} ({lang}): this server translates {langs.pair()}",
-            )
-        return source, detected, self._route(lang, target)
-
-    def _route(self, source: str, target: str) -> str:
-        """The batcher's key for a pair: its one model, or the model named ``source-target``."""
-        routes = self.batcher.routes
-        return self.batcher.default if len(routes) == 1 else f"{source}-{target}"
-
     async def translate(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
         self.check_access(fields, client)
         texts, batch = get_q(fields)
@@ -154,63 +119,91 @@ class Service:
                     400,
                     f"Invalid request: request ({len(text)}) exceeds text limit ({s.char_limit})",
                 )
-        source, detected, route = self._source(fields, texts)
+        source, readings = read_sources(self.languages, self.batcher, fields, texts)
         fmt = (get_str(fields, "format") or "text").strip().lower() or "text"
         if fmt not in ("text", "html"):
             raise ApiError(400, f"{fmt} format is not supported")
-        want_scores = get_bool(fields, "scores")
-        want_attention = get_bool(fields, "attention")
-        full = get_bool(fields, "attention_all")
-        layer = get_int(fields, "attention_layer", None)
-        head = get_int(fields, "attention_head", None)
-        want_attention = want_attention or full
-        self._check_attention(route, layer, head)
-
-        lang = detected["language"]
-        plans = [plan_html(t, lang) if fmt == "html" else plan_text(t, lang) for t in texts]
-        sentences = [p.text for plan in plans for p in plan if p.sentence]
+        want_attention = get_bool(fields, "attention") or get_bool(fields, "attention_all")
+        want = Wanted(
+            fmt=fmt,
+            alternatives=n_alt,
+            scores=get_bool(fields, "scores"),
+            attention=want_attention,
+            layer=get_int(fields, "attention_layer", None),
+            head=get_int(fields, "attention_head", None),
+            full=get_bool(fields, "attention_all"),
+        )
         # As LibreTranslate, html gets an empty list of alternatives (one candidate each).
         n_best = 1 if fmt == "html" else n_alt + 1
         decoding = Decoding(beam=max(s.beam, n_best), n_best=n_best)
+        routes = {r.route for r in readings if r.route is not None}
+        for route in routes or {self.batcher.default}:
+            self._check_attention(route, want.layer, want.head)
+        for route in routes:
+            self._check_bounds(route, decoding)
+
+        plans = [
+            [Piece(t)]  # already in the target language: kept as it is
+            if r.route is None
+            else plan_html(t, r.language)
+            if fmt == "html"
+            else plan_text(t, r.language)
+            for t, r in zip(texts, readings, strict=True)
+        ]
+        results = await self._decode(plans, [r.route for r in readings], decoding, want_attention)
+        items = [text_answer(p, r, want) for p, r in zip(plans, results, strict=True)]
+        answer: dict[str, Any] = {}
+        for key in ["translatedText", "alternatives", "scores", "attention"]:
+            if key in items[0]:
+                answer[key] = [it[key] for it in items] if batch else items[0][key]
+        if source == "auto":  # one detection per text, as LibreTranslate
+            found = [r.detected for r in readings]
+            answer["detectedLanguage"] = found if batch else found[0]
+        return answer
+
+    async def _decode(
+        self,
+        plans: list[list[Piece]],
+        routes: list[str | None],
+        decoding: Decoding,
+        attention: bool,
+    ) -> list[list[SentenceResult]]:
+        """The results of every sentence of every text (a text's own model, ``routes``),
+        submitted all at once, one submission per model; a text with no model has none."""
+        waiting: list[list[Future[SentenceResult]]] = [[] for _ in plans]
+        submitted: list[Future[SentenceResult]] = []
         try:
-            futures = self.batcher.submit(
-                sentences, decoding, attention=want_attention, model=route
-            )
-        except QueueFull as exc:
-            raise ApiError(503, str(exc), {"Retry-After": "1"}) from None
-        except Stopped as exc:
-            raise ApiError(503, str(exc)) from None
+            for route in dict.fromkeys(r for r in routes if r is not None):
+                mine = [i for i, r in enumerate(routes) if r == route]
+                sentences = [p.text for i in mine for p in plans[i] if p.sentence]
+                if not sentences:
+                    continue
+                futures = self.batcher.submit(sentences, decoding, attention=attention, model=route)
+                submitted += futures
+                at = 0
+                for i in mine:
+                    n = sum(p.sentence for p in plans[i])
+                    waiting[i], at = futures[at : at + n], at + n
+        except (QueueFull, Stopped) as exc:
+            for f in submitted:
+                f.cancel()  # all or none: what a first model admitted is dropped
+            headers = {"Retry-After": "1"} if isinstance(exc, QueueFull) else None
+            raise ApiError(503, str(exc), headers) from None
         try:
-            results = [await asyncio.wrap_future(f) for f in futures]
+            return [[await asyncio.wrap_future(f) for f in fs] for fs in waiting]
+        except ValueError as exc:  # a search the model refuses (too wide): the client's to fix
+            raise ApiError(400, f"Invalid request: {exc}") from None
         except Exception as exc:
             raise ApiError(500, f"Cannot translate text: {exc}") from None
 
-        items = []
-        at = 0
-        for plan in plans:
-            n = sum(p.sentence for p in plan)
-            items.append(
-                self._item(
-                    plan,
-                    results[at : at + n],
-                    fmt,
-                    n_alt,
-                    want_scores,
-                    want_attention,
-                    layer,
-                    head,
-                    full,
-                )  # fmt: skip
-            )
-            at += n
-        answer: dict[str, Any] = {}
-        keys = ["translatedText", "alternatives", "scores", "attention"]
-        for key in keys:
-            if key in items[0]:
-                answer[key] = [it[key] for it in items] if batch else items[0][key]
-        if source == "auto":
-            answer["detectedLanguage"] = [detected] * len(texts) if batch else detected
-        return answer
+    def _check_bounds(self, route: str, decoding: Decoding) -> None:
+        """A 400 for a beam or n-best list wider than the model's machine can search
+        (:mod:`attenzione.translator.bounds`), before anything is queued."""
+        bounds = self.batcher.routes[route].translator.bounds
+        try:
+            check_beam(bounds, decoding.beam, decoding.n_best)
+        except ValueError as exc:
+            raise ApiError(400, f"Invalid request: {exc}") from None
 
     def _check_attention(self, route: str, layer: int | None, head: int | None) -> None:
         """Refuse a layer or head the model does not have before any decoding is spent
@@ -225,65 +218,6 @@ class Service:
             raise ApiError(
                 400, f"Invalid request: attention_head {head} is out of range: 0..{n_heads - 1}"
             )
-
-    def _item(
-        self,
-        plan: list[Piece],
-        results: list[SentenceResult],
-        fmt: str,
-        n_alt: int,
-        want_scores: bool,
-        want_attention: bool,
-        layer: int | None,
-        head: int | None,
-        full: bool,
-    ) -> dict[str, Any]:
-        """One text's answer from its sentences' results."""
-        html = fmt == "html"
-        best = [r.candidates[0] for r in results]
-        text = assemble(plan, [c.text for c in best], escape=html)
-        item: dict[str, Any] = {"translatedText": text}
-        # An alternative of the whole text: the r-th candidate of every sentence (or its best).
-        ranks = max((len(r.candidates) for r in results), default=1)
-        alt_texts: list[str] = []
-        alt_conf: list[float] = []
-        for rank in range(1, ranks):
-            cands = [r.candidates[min(rank, len(r.candidates) - 1)] for r in results]
-            text = assemble(plan, [c.text for c in cands], escape=html)
-            if text != item["translatedText"] and text not in alt_texts and text:
-                alt_texts.append(text)
-                alt_conf.append(_mean_confidence(cands))
-        if n_alt > 0:
-            item["alternatives"] = alt_texts[:n_alt]
-        if want_scores:
-            sentences = [p.text for p in plan if p.sentence]
-            item["scores"] = {
-                "confidence": _mean_confidence(best),
-                "alternatives": alt_conf[:n_alt],
-                "sentences": [
-                    {
-                        "source": src,
-                        "translation": r.candidates[0].text,
-                        "confidence": round(r.candidates[0].confidence, 4),
-                        "alternatives": [
-                            {"text": c.text, "confidence": round(c.confidence, 4)}
-                            for c in r.candidates[1:]
-                        ],
-                    }
-                    for src, r in zip(sentences, results, strict=True)
-                ],
-            }
-        if want_attention:
-            item["attention"] = []
-            for r in results:
-                if r.maps is None:  # blank, or too long to show as one sentence
-                    item["attention"].append(None)
-                    continue
-                try:
-                    item["attention"].append(attention_payload(r.maps, layer, head, full))
-                except ValueError as exc:
-                    raise ApiError(400, f"Invalid request: {exc}") from None
-        return item
 
     # ------------------------------------------------------------------ /translate_file
     async def translate_file(
@@ -310,18 +244,21 @@ class Service:
                 f"more than this server's limit of {s.file_chars}",
             )
         sample = MARKUP_TAG.sub(" ", " ".join(doc.segments)[:4000])
-        _, _, route = self._source(fields, [sample])
+        _, (reading,) = read_sources(self.languages, self.batcher, fields, [sample])
         decoding = Decoding(beam=s.beam, n_best=1)
-        translations: list[str] = []
+        route = reading.route
+        if route is not None:
+            self._check_bounds(route, decoding)
+        # a document already in the target language is written back as it is
+        translations: list[str] = [] if route is not None else list(doc.segments)
+        todo = doc.segments if route is not None else []
         step = max(1, min(s.batch_limit if s.batch_limit != -1 else 100, 100))
         futures: list[Any] = []
         try:
             async with asyncio.timeout(s.file_timeout):
                 # a chunk at a time, so that texts sent meanwhile are not stuck behind it
-                for at in range(0, len(doc.segments), step):
-                    futures = self.batcher.submit(
-                        doc.segments[at : at + step], decoding, model=route
-                    )
+                for at in range(0, len(todo), step):
+                    futures = self.batcher.submit(todo[at : at + step], decoding, model=route)
                     for f in futures:
                         translations.append((await asyncio.wrap_future(f)).candidates[0].text)
         except TimeoutError:
@@ -334,6 +271,8 @@ class Service:
             raise ApiError(503, str(exc), {"Retry-After": "1"}) from None
         except Stopped as exc:
             raise ApiError(503, str(exc)) from None
+        except ValueError as exc:  # a search the model refuses: the client's to fix
+            raise ApiError(400, f"Invalid request: {exc}") from None
         try:
             out = await asyncio.to_thread(doc.write, translations)
         except (DocumentError, ValueError) as exc:
@@ -344,17 +283,19 @@ class Service:
             raise ApiError(503, str(exc), {"Retry-After": "60"}) from None
 
     # ------------------------------------------------------------------ the rest
-    def detect(self, fields: dict[str, Any], client: str) -> list[dict[str, Any]]:
+    def detect(self, fields: dict[str, Any], client: str) -> list[Any]:
+        """The languages of ``q``, most likely first; for a list, one such list per item."""
         self.check_access(fields, client)
-        texts, _ = get_q(fields)
-        text = " ".join(texts)
-        if _limit(len(text), self.settings.char_limit):
+        texts, batch = get_q(fields)
+        size = len(" ".join(texts))
+        if _limit(size, self.settings.char_limit):
             raise ApiError(
                 400,
-                f"Invalid request: request ({len(text)}) exceeds text limit "
+                f"Invalid request: request ({size}) exceeds text limit "
                 f"({self.settings.char_limit})",
             )
-        return self.languages.detect(text)
+        found = [self.languages.detect(text) for text in texts]
+        return found if batch else found[0]
 
     def frontend_settings(self) -> dict[str, Any]:
         src, tgt = self.languages.source, self.languages.target
@@ -384,10 +325,3 @@ class Service:
                 for s, t in self.languages.pairs
             ],
         }
-
-
-def _mean_confidence(cands: list[Any]) -> float:
-    """Token-weighted mean log-prob of a text made of several sentences' candidates."""
-    tokens = sum(len(c.ids) + c.pieces for c in cands if c.text)  # + one <eos> each
-    total = sum(c.log_prob for c in cands if c.text)
-    return round(total / tokens, 4) if tokens else 0.0

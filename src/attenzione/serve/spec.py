@@ -61,7 +61,8 @@ _TRANSLATE_FIELDS: dict[str, Any] = {
     },
     "source": {
         "type": "string",
-        "description": "Source language code, or `auto` to detect it.",
+        "description": "Source language code, or `auto` to detect it (each text of a list "
+        "on its own; a text already in the target language comes back as it is).",
         "example": "en",
     },
     "target": {"type": "string", "description": "Target language code.", "example": "it"},
@@ -212,8 +213,18 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                     ),
                     "responses": {
                         "200": _json(
-                            {"type": "array", "items": _DETECTION},
-                            "The server's languages, most likely first (confidence 0–100)",
+                            {
+                                "anyOf": [
+                                    {"type": "array", "items": _DETECTION},
+                                    {
+                                        "type": "array",
+                                        "items": {"type": "array", "items": _DETECTION},
+                                    },
+                                ]
+                            },
+                            "The languages of the text (the server's always among them), most "
+                            "likely first (confidence 0–100); for a list q, one such list per "
+                            "item",
                         ),
                         **_errors("400", "403", "408", "413", "429"),
                     },

@@ -128,11 +128,29 @@
   }
 
   // ---------------------------------------------------------------- lines view
+  // Laid out for the box it is drawn in: each side as wide as its longest token (at most
+  // 170 px), the lines between them up to 300 px, at least 90. What still does not fit (a
+  // phone, long tokens) is scaled down whole by the viewBox rather than hidden past the
+  // box's edge: the keys side must be seen without scrolling.
+  function linesLayout(kind, box) {
+    const charW = 7.9;  // 13 px monospace
+    const side = (toks, head) => Math.min(170, Math.max(48,
+      8 + charW * Math.max(head.length, ...toks.map((t) => show(t).length))));
+    const left = side(kind.rows, "queries"), right = side(kind.cols, "keys");
+    const room = box > 0 ? box - left - right : 300;
+    const gap = Math.max(90, Math.min(300, room));
+    return { leftX: left, rightX: left + gap, width: Math.round(left + gap + right) };
+  }
   function renderLines(map) {
     const kind = DATA.kinds[state.kind];
-    const rowH = 22, pad = 12, leftX = 170, rightX = 470;
+    const rowH = 22, pad = 12;
+    const { leftX, rightX, width } = linesLayout(kind, $("#view").clientWidth);
     const n = Math.max(kind.rows.length, kind.cols.length);
-    const svg = svgEl("svg", { class: "lines", width: rightX + 170, height: n * rowH + 2 * pad });
+    const height = n * rowH + 2 * pad;
+    const svg = svgEl("svg", {
+      class: "lines", width, height, viewBox: `0 0 ${width} ${height}`,
+      preserveAspectRatio: "xMinYMin meet",
+    });
     const yq = (i) => pad + (i + 0.5) * rowH;
     const lines = svgEl("g");
     svg.appendChild(lines);

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "attenzione"
 LAYERS = {
     "config": 0,
     "atomic": 0,
+    "threads": 0,
     "data": 1,
     "documents": 1,
     "viz": 1,

@@ -10,6 +10,7 @@ from attenzione.cli.common import (
     at_least,
     check_argument_text,
     check_output_dir,
+    check_search,
     fail,
     from_option,
     model_option,
@@ -17,6 +18,7 @@ from attenzione.cli.common import (
     to_option,
     user_errors,
 )
+from attenzione.cli.threads import apply_threads, threads_option
 
 
 def attention(
@@ -62,6 +64,7 @@ def attention(
         callback=at_least(1),
     ),
     png: bool = typer.Option(True, "--png/--no-png", help="Write the PNG heatmaps."),
+    threads: int | None = threads_option(),
 ) -> None:
     """Translate a sentence (or teacher-force --reference) and show every attention map."""
     with user_errors():
@@ -74,9 +77,13 @@ def attention(
         check_argument_text([sentence] + ([reference] if reference is not None else []))
         check_output_dir(out, "--out")
         directory = model_path(model, source, target)
+        apply_threads(threads)  # before torch is imported: it sets the wait policy
+        from attenzione.config import search_config
         from attenzione.translator.translator import Translator
         from attenzione.viz import save_heatmaps, save_html
 
+        if reference is None:  # a beam too wide: one line, before the work
+            check_search(directory, search_config(beam))
         translator = Translator.from_pretrained(directory)
         maps = translator.attention(sentence, reference, beam=beam)
         explained = None

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from attenzione.cli.common import at_least, check_output_dir, fail, user_errors
+from attenzione.cli.threads import apply_threads, threads_option
 
 
 def _steps(text: str | None) -> list[int] | None:
@@ -41,6 +42,7 @@ def average(
         "--blend-weight",
         help="With --blend-with: (1 - W) * mean + W * that model (0-1).",
     ),
+    threads: int | None = threads_option(),
 ) -> None:
     """Average the weights of a run's last checkpoints into a model directory.
 
@@ -53,6 +55,7 @@ def average(
         fail(f"--blend-weight must be between 0 and 1, got {blend_weight}")
     check_output_dir(out, "--out")
     with user_errors():
+        apply_threads(threads)  # before torch is imported: it sets the wait policy
         from attenzione.training.averaging import average_run
 
         info = average_run(

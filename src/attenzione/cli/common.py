@@ -55,9 +55,9 @@ def user_errors() -> Iterator[None]:
     ) as exc:
         message = str(exc) if not isinstance(exc, KeyError) else f"unknown key {exc}"
         fail(message)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (cli/output.py)
         typer.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(128 + getattr(exc, "signum", 2))  # the shell's status for the signal
 
 
 def _name(param: typer.CallbackParam) -> str:
@@ -234,12 +234,16 @@ def check_argument_text(texts: list[str]) -> None:
             fail(f"argument {i} is not valid UTF-8 text (a byte at character {exc.start + 1})")
 
 
-def read_text(stream: BinaryIO, name: str) -> tuple[list[str], str]:
-    """``stream``'s UTF-8 lines (a byte-order mark at its start dropped) and the line ending
-    it uses (its first: "\r\n" for a Windows file, else "\n"), so that what is written back
-    keeps it; a bad byte is reported as ``name:line: …``."""
+BOM = "\ufeff"
+
+
+def read_text(stream: BinaryIO, name: str) -> tuple[list[str], str, str]:
+    """``stream``'s UTF-8 lines, the line ending it uses (its first: "\r\n" for a Windows
+    file, else "\n") and its byte-order mark ("" if none; not part of the first line), so
+    that what is written back keeps both; a bad byte is reported as ``name:line: …``."""
     data = stream.read()
-    data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    bom = BOM if data.startswith(BOM.encode("utf-8")) else ""
+    data = data[3:] if bom else data
     first = data.find(b"\n")
     newline = "\r\n" if first > 0 and data[first - 1 : first] == b"\r" else "\n"
     lines = []
@@ -251,7 +255,17 @@ def read_text(stream: BinaryIO, name: str) -> tuple[list[str], str]:
                 f"{name}:{no}: not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
                 f"{exc.start + 1})"
             )
-    return lines, newline
+    return lines, newline, bom
+
+
+def check_input_file(path: Path, what: str = "input file") -> None:
+    """Fail now if ``path`` is not a file that can be read: missing, a directory, unreadable."""
+    if path.is_dir():
+        fail(f"{what} {path} is a directory; give a file")
+    if not path.is_file():
+        fail(f"{what} {path} does not exist")
+    if not os.access(path, os.R_OK):
+        fail(f"{what} {path}: permission denied")
 
 
 def check_writable(path: Path, what: str) -> None:
@@ -315,9 +329,35 @@ def model_path(model: Path | None, source: str | None, target: str | None) -> Pa
 
     if model is None:
         return find(source, target).path
+    _not_a_run(model)
     if source is not None or target is not None:
         have = pair_of(model)
         for asked, has, flag in ((source, have[0], "--from"), (target, have[1], "--to")):
             if asked is not None and asked != has:
                 fail(f"{flag} {asked}: the model at {model} translates {have[0]}→{have[1]}")
     return model
+
+
+def _not_a_run(model: Path) -> None:
+    """``--model RUN`` names a training run's directory (splits, tokenizers, best/, last/),
+    not a model: say which of its model directories to give instead."""
+    if not model.is_dir() or (model / "config.json").exists():
+        return
+    # the names of attenzione.translator.model_dir, spelled out: --help must not import torch
+    for name in ("best", "last"):
+        if (model / name / "config.json").is_file():
+            fail(
+                f"--model {model} is a training run, not a model directory: give --model "
+                f"{model / name} (its {'best dev score' if name == 'best' else 'last save'})"
+            )
+
+
+def check_search(directory: Path, search: Any, batch_size: int = 1) -> None:
+    """Refuse now, before any long work, a beam or n-best list wider than the model at
+    ``directory`` can search on this machine (:mod:`attenzione.translator.bounds`): one line,
+    naming the widest it allows. A directory without a config is left to the loader."""
+    from attenzione.translator.bounds import bounds_for
+    from attenzione.translator.weights import read_config
+
+    if (directory / "config.json").is_file():
+        bounds_for(read_config(directory)).batch_for(search, batch_size)

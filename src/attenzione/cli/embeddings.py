@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from attenzione.cli.common import at_least, fail, user_errors
+from attenzione.cli.threads import apply_blas_threads, threads_option
 
 app = typer.Typer(
     help="Explore word embeddings (GloVe 6B 50d by default; --glove PATH for another file).",
@@ -17,7 +18,8 @@ app = typer.Typer(
 GLOVE_OPTION = typer.Option(None, "--glove", help="A glove.*.txt file (default: packaged 6B 50d).")
 
 
-def _load(glove: Path | None) -> Any:
+def _load(glove: Path | None, threads: int | None) -> Any:
+    apply_blas_threads(threads)  # before numpy is imported: it reads the count then
     from attenzione.data.glove import load_glove
 
     return load_glove(glove)
@@ -40,11 +42,12 @@ def nearest(
     word: str = typer.Argument(..., help="The word whose neighbours to list."),
     k: int = typer.Option(10, "-k", help="How many neighbours.", callback=at_least(1)),
     glove: Path | None = GLOVE_OPTION,
+    threads: int | None = threads_option(),
 ) -> None:
     """The k words most similar to WORD (cosine similarity)."""
     with user_errors():
         try:
-            _table(_load(glove).nearest(word, k))
+            _table(_load(glove, threads).nearest(word, k))
         except _lookup_errors() as exc:
             fail(str(exc))
 
@@ -56,11 +59,12 @@ def analogy(
     c: str = typer.Argument(..., help="e.g. woman"),
     k: int = typer.Option(5, "-k", help="How many answers.", callback=at_least(1)),
     glove: Path | None = GLOVE_OPTION,
+    threads: int | None = threads_option(),
 ) -> None:
     """Words closest to A − B + C (king − man + woman ≈ queen)."""
     with user_errors():
         try:
-            rows = _load(glove).analogy(a, b, c, k)
+            rows = _load(glove, threads).analogy(a, b, c, k)
             typer.echo(f"{a} - {b} + {c} ≈")
             _table(rows)
         except _lookup_errors() as exc:
@@ -72,10 +76,11 @@ def similarity(
     a: str = typer.Argument(...),
     b: str = typer.Argument(...),
     glove: Path | None = GLOVE_OPTION,
+    threads: int | None = threads_option(),
 ) -> None:
     """Cosine similarity of two words."""
     with user_errors():
         try:
-            typer.echo(f"cos({a}, {b}) = {_load(glove).similarity(a, b):.4f}")
+            typer.echo(f"cos({a}, {b}) = {_load(glove, threads).similarity(a, b):.4f}")
         except _lookup_errors() as exc:
             fail(str(exc))

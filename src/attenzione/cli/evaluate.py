@@ -11,6 +11,7 @@ import typer
 from attenzione.cli.common import (
     at_least,
     check_number_flags,
+    check_search,
     check_steps,
     check_writable,
     fail,
@@ -27,6 +28,8 @@ from attenzione.cli.common import (
     to_option,
     user_errors,
 )
+from attenzione.cli.output import replaced_text
+from attenzione.cli.threads import apply_threads, threads_option
 
 
 def evaluate(
@@ -75,14 +78,10 @@ def evaluate(
         "has in the data (multi-reference BLEU; the hypotheses file then has one line per "
         "distinct source).",
     ),
+    threads: int | None = threads_option(),
 ) -> None:
     """Translate a test set and score it with sacreBLEU."""
     with user_errors():
-        from attenzione.config import search_config
-        from attenzione.data import load_corpus
-        from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
-        from attenzione.translator.translator import Translator
-
         names = check_steps(no_step, raw)
         check_number_flags(number_format, names, raw)
         if compare_raw and raw:
@@ -90,6 +89,16 @@ def evaluate(
         if reverse and model is None and source is None and target is None:
             source, target = "it", "en"  # an en-it file read the other way: the it→en model
         directory = model_path(model, source, target)
+        if data.is_dir():
+            fail(f"--data {data} is a directory; give a file")
+        apply_threads(threads)  # before torch is imported: it sets the wait policy
+        from attenzione.config import search_config
+        from attenzione.data import load_corpus
+        from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
+        from attenzione.translator.translator import Translator
+
+        search = search_config(beam)
+        check_search(directory, search)  # a beam too wide: one line, before the work
         pairs = load_corpus(data)[:limit]
         if reverse:
             pairs = [(t, s) for s, t in pairs]
@@ -104,7 +113,6 @@ def evaluate(
             sources, references = group_references(pairs)
         else:
             sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-        search = search_config(beam)
         runs = {"pipeline": pipeline_of(translator, names, raw)}
         if compare_raw:
             runs["raw"] = pipeline_of(translator, [], True)
@@ -123,7 +131,8 @@ def evaluate(
                 if name == "pipeline"
                 else out.with_name(out.name.removesuffix(".txt") + ".raw.txt")
             )
-            path.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+            with replaced_text(path, newline="\n") as f:  # whole, or as it was
+                f.write("".join(h + "\n" for h in hyps))
             report[name] = {
                 **scores.to_dict(),
                 "steps": list(steps.names),

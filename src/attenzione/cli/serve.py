@@ -195,7 +195,9 @@ def serve(
         help="File of API keys, one per line ('KEY [REQUESTS_PER_MINUTE]'); requests then "
         "need a key.",
     ),
-    threads: int = typer.Option(0, help="Torch threads (0: torch's default, one per core)."),
+    threads: int = typer.Option(
+        0, help="Torch threads (0: the cores other processes leave free, at least 1)."
+    ),
     precision: str = typer.Option("fp32", help="fp32 (reference), bf16 or int8."),
     shortlist: bool = shortlist_option(),
     beam: int = typer.Option(4, help="Beam size (1 = greedy), as `attenzione translate`."),
@@ -272,6 +274,9 @@ def serve(
             fail(f"--read-timeout must be a positive number of seconds (got {read_timeout})")
         names = check_steps(no_step, raw)
         check_number_flags(number_format, names, raw)
+        from attenzione.threads import apply_threads
+
+        apply_threads(threads or None)  # before torch loads: its wait policy is read then
         import torch
 
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app
@@ -282,8 +287,6 @@ def serve(
         from attenzione.translator.translator import Translator
 
         keys = KeyRing.from_file(api_keys) if api_keys is not None else None
-        if threads:
-            torch.set_num_threads(threads)  # once, before any inference
         directories = list(model) if model else [m.path for m in installed()]
         if not directories:
             fail("no model is installed: give --model DIR")

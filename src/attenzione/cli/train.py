@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from attenzione.cli.common import at_least, fail, given, in_range, language_code, user_errors
+from attenzione.cli.threads import apply_threads
 
 # CLI parameters that set several TrainConfig fields; the others set the field of their name.
 FIELDS_OF = {"data": {"data", "data_weight", "extra_data"}}
@@ -194,10 +195,17 @@ def train(
         callback=at_least(0),
     ),
     dev_size: int = typer.Option(
-        2000, help="Held-out dev pairs (disjoint by sentence).", callback=at_least(1)
+        2000,
+        help="Held-out dev pairs (disjoint by sentence). Default: a tenth of the first "
+        "corpus, at most 2000.",
+        callback=at_least(1),
+        show_default=False,
     ),
     test_size: int = typer.Option(
-        2000, help="Held-out test pairs (disjoint by sentence).", callback=at_least(0)
+        2000,
+        help="Held-out test pairs (disjoint by sentence; 0 = none). Default: as --dev-size.",
+        callback=at_least(0),
+        show_default=False,
     ),
     skip_bad_lines: bool = typer.Option(
         False,
@@ -216,7 +224,8 @@ def train(
         None,
         "--threads",
         "--num-threads",
-        help="torch threads (default: torch's choice).",
+        help="torch threads (default: the cores other processes leave free, at least 1; "
+        "OMP_NUM_THREADS if set, as torchrun sets it).",
         callback=at_least(1),
     ),
     device: str = typer.Option(
@@ -231,10 +240,10 @@ def train(
 ) -> None:
     """Train an English→Italian (or any pair) model on a parallel corpus."""
     with user_errors():
-        from attenzione.training.trainer import train as run_training
-
         if not data and not resume:
             fail("give the corpus to train on with --data PATH (repeatable)")
+        apply_threads(num_threads)  # before torch is imported: it sets the wait policy
+        from attenzione.training.trainer import train as run_training
 
         cfg = train_config(ctx.params)
         # what the user really set: --resume reports the ones the run keeps instead

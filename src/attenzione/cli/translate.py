@@ -2,10 +2,12 @@
 ``--from it --to en`` (or any installed pair, :mod:`attenzione.translator.registry`) the other way.
 
 Everything the user can get wrong is checked before the model is loaded: option ranges (where
-they are parsed), the input's encoding (file and line named), and whether the output can be
-written. Translations are then streamed: each chunk of lines is written (and flushed) as soon
-as it is done, in input order, so a long file shows progress (a bar on stderr when it is a
-terminal) and a run killed halfway keeps what it finished.
+they are parsed), the input's encoding (file and line named), whether the output can be
+written, and whether the beam fits in memory. Translations are then streamed in input order:
+to standard output each line as soon as it is done; to ``--output`` through a temporary file
+renamed over it at the end (:mod:`attenzione.cli.output`), so that ``-i F -o F`` is safe and an
+interrupted run leaves the output as it was, never truncated (a bar on stderr when it is a
+terminal). A file's byte-order mark and line endings are kept.
 
 A document (``--input report.docx --output rapporto.docx``: .docx, .odt, .html, .srt) is
 read whole with :mod:`attenzione.documents`, its paragraphs translated with their inline
@@ -25,7 +27,9 @@ import typer
 from attenzione.cli.common import (
     at_least,
     check_argument_text,
+    check_input_file,
     check_number_flags,
+    check_search,
     check_steps,
     check_writable,
     fail,
@@ -45,6 +49,8 @@ from attenzione.cli.common import (
     to_option,
     user_errors,
 )
+from attenzione.cli.output import replaced_text, signals_interrupt
+from attenzione.cli.threads import apply_threads, threads_option
 
 if TYPE_CHECKING:
     from attenzione.documents import Document
@@ -108,13 +114,14 @@ def translate(
         "more than two batches; 1: this process alone). The same translations, faster.",
         callback=at_least(0),
     ),
+    threads: int | None = threads_option(),
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
     tag: str | None = tag_option(),
     number_format: str = number_format_option(),
 ) -> None:
     """Translate sentences with a trained model."""
-    with user_errors():
+    with user_errors(), signals_interrupt():
         if not sample:
             ignored = [flag for name, flag in SAMPLING_OPTIONS.items() if given(ctx, name)]
             if ignored:
@@ -125,12 +132,13 @@ def translate(
         if n_best > 1 and sample:
             fail("--n-best lists beam search's hypotheses: drop --sample")
         document = _read_document(text, input, output, n_best)
-        lines, newline = _read_input(text, input) if document is None else ([], "\n")
+        lines, newline, bom = _read_input(text, input) if document is None else ([], "\n", "")
         if n_best > 1 and len(lines) != 1:
             fail("--n-best works on one text at a time")
         if output is not None:
             check_writable(output, "--output")
         directory = model_path(model, source, target)
+        budget = apply_threads(threads)  # before torch is imported: it sets the wait policy
         from attenzione.config import search_config
         from attenzione.translator.translator import Translator
 
@@ -144,10 +152,11 @@ def translate(
             seed=seed,
             length_penalty=length_penalty,
         )
+        check_search(directory, search, batch_size)  # a beam too wide: one line, now
         texts = len(document.segments) if document is not None else len(lines)
-        n = worker_count(workers, texts, batch_size, n_best, _cores())
+        n = worker_count(workers, texts, batch_size, n_best, budget)
         # the workers load the model while this process does
-        with _workers(directory, n, precision, shortlist) as pool:
+        with _workers(directory, n, precision, shortlist, budget) as pool:
             translator = Translator.from_pretrained(directory, precision=precision)
             translator.use_shortlist = shortlist
             translator.workers = pool
@@ -168,7 +177,7 @@ def translate(
                 (result,) = translator.translate(
                     lines, search=search, terms=terms, steps=steps, tag=tag
                 )
-                for cand in result.candidates:
+                for cand in result.candidates:  # a table of scores: no byte-order mark
                     typer.echo(f"{cand.score:8.4f}\t{cand.text}")
                 return
             results = (
@@ -178,11 +187,14 @@ def translate(
                 )
             )
             if output is None:
+                sys.stdout.write(bom)
                 _stream(results, sys.stdout, len(lines), bar=False, newline=newline)
                 return
-            with open(output, "w", encoding="utf-8", newline="") as f:
-                n = _stream(results, f, len(lines), bar=sys.stderr.isatty(), newline=newline)
-            typer.echo(f"wrote {n} translations to {output}", err=True)
+            with replaced_text(output) as f:  # renamed over --output once all is written
+                f.write(bom)
+                _stream(results, f, len(lines), bar=_terminal(sys.stderr), newline=newline)
+            done = sum(1 for line in lines if line.strip())  # blank lines are not translations
+            typer.echo(f"wrote {done} translations ({len(lines)} lines) to {output}", err=True)
 
 
 def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: int) -> int:
@@ -192,9 +204,10 @@ def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: in
     Workers need two batches at once to share, and a text streams in chunks of
     :data:`~attenzione.translator.translator.STREAM_CHUNK` lines, batched chunk by chunk: with fewer
     than two batches a chunk, or one text's n-best list, there is nothing to share, whatever was
-    ``asked``. Otherwise ``asked`` (0: two when there are two ``cores`` or more and at least a whole
-    chunk of four batches or more; FLORES dev's 997 lines went 1.1× faster so, and five batches in
-    all gained nothing: docs/benchmarks.md)."""
+    ``asked``. Otherwise ``asked`` (0: two when the run may use two threads, ``cores``, or more
+    (:mod:`attenzione.cli.threads`) and at least a whole chunk of four batches or more; FLORES
+    dev's 997 lines went 1.1× faster so, and five batches in all gained nothing:
+    docs/benchmarks.md)."""
     from attenzione.translator.translator import STREAM_CHUNK
 
     per_chunk = -(-min(texts, STREAM_CHUNK) // batch_size)
@@ -205,25 +218,27 @@ def worker_count(asked: int, texts: int, batch_size: int, n_best: int, cores: in
     return 2 if cores >= 2 and texts >= STREAM_CHUNK and per_chunk >= 4 else 1
 
 
-def _cores() -> int:
-    """The CPUs this process may run on."""
-    import os
-
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+def _terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a progress bar redrawn into a log file is noise)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @contextmanager
-def _workers(directory: Path, n: int, precision: str, shortlist: bool) -> Iterator[Workers | None]:
-    """``n`` worker processes to decode the batches in while the block runs (the cores shared
-    out between them); None for one process. A worker that dies is a one-line error."""
+def _workers(
+    directory: Path, n: int, precision: str, shortlist: bool, budget: int
+) -> Iterator[Workers | None]:
+    """``n`` worker processes to decode the batches in while the block runs (the ``budget``
+    of threads, :mod:`attenzione.cli.threads`, shared out between them); None for one
+    process. A worker that dies is a one-line error."""
     if n < 2:
         yield None
         return
     from attenzione.translator.workers import Workers, WorkerStopped
 
-    threads = max(1, _cores() // n)
+    threads = max(1, budget // n)
     with Workers(directory, n, threads=threads, precision=precision, shortlist=shortlist) as pool:
         try:
             yield pool
@@ -248,8 +263,7 @@ def _read_document(
         if is_document(output):
             fail(f"--output {output} is a document: give the document to translate as --input")
         return None
-    if not input.is_file():
-        fail(f"input file {input} does not exist")
+    check_input_file(input)
     if not is_document(input) and not is_document(output):
         if input.suffix.lower() not in FORMATS and not _is_utf8(input):
             format_of(input.name)  # raises the error that names the supported formats
@@ -285,7 +299,7 @@ def _write_document(document: Document, output: Path, results: Iterable[Translat
     from attenzione.atomic import write_bytes
 
     translations = []
-    quiet = not sys.stderr.isatty()
+    quiet = not _terminal(sys.stderr)
     with tqdm(total=len(document.segments), unit="segment", disable=quiet, file=sys.stderr) as p:
         for result in results:
             translations.append(result.text)
@@ -294,17 +308,16 @@ def _write_document(document: Document, output: Path, results: Iterable[Translat
     typer.echo(f"wrote {output} ({len(translations)} segments translated)", err=True)
 
 
-def _read_input(text: list[str] | None, input: Path | None) -> tuple[list[str], str]:
+def _read_input(text: list[str] | None, input: Path | None) -> tuple[list[str], str, str]:
     """The lines to translate, from arguments, a file or stdin, checked to be UTF-8 text,
-    and the line ending to write them back with (the input's)."""
+    and the line ending and byte-order mark to write them back with (the input's)."""
     if text and input is not None:
         fail("give sentences as arguments or --input, not both")
     if text:
         check_argument_text(list(text))
-        return list(text), "\n"
+        return list(text), "\n", ""
     if input is not None and str(input) != "-":
-        if not input.is_file():
-            fail(f"input file {input} does not exist")
+        check_input_file(input)
         with open(input, "rb") as f:
             return read_text(f, str(input))
     if input is not None or not sys.stdin.isatty():

@@ -38,6 +38,11 @@ from attenzione.translator import model_dir
 
 Pairs = list[tuple[str, str]]
 
+HELD_OUT_SHARE = 10
+"""Held-out sets the user did not size take one pair in this many of the first corpus each
+(at most the configured size, 2000 by default): 3,000 pairs keep 2,400 to train on."""
+HELD_OUT = ("dev_size", "test_size")
+
 
 @dataclass
 class PreparedData:
@@ -54,6 +59,8 @@ class PreparedData:
     number_format: str = "keep"
     # the source text of each pair of ``train_ids`` (subword sampling segments it afresh)
     train_src: list[str] = field(default_factory=list)
+    # (dev, test) sizes the split was asked for, when this call made it (None: read back)
+    held_out: tuple[int, int] | None = None
 
     @cached_property
     def target_words(self) -> list[str]:
@@ -68,20 +75,29 @@ class PreparedData:
         return lexicon.translated_words([(split_tag(s)[1], t) for s, t in self.train])
 
 
-def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> PreparedData:
+def prepare(
+    cfg: TrainConfig,
+    preset: Preset,
+    run_dir: Path,
+    *,
+    write: bool,
+    scaled: frozenset[str] = frozenset(),
+) -> PreparedData:
     """Load (or, on a new run, create) the splits and tokenizers of ``run_dir``.
 
     ``write`` is False on non-zero ranks of a distributed run: they wait for rank 0 to have
-    written the files, then read them.
+    written the files, then read them. ``scaled`` names the held-out sizes (``dev_size``,
+    ``test_size``) the user left to the corpus (:func:`held_out_sizes`).
     """
     data_dir = run_dir / "data"
     notes: list[str] = []
+    held_out = None
     if cfg.subword_sampling and preset.tokenizer != "joint-spm" and not cfg.tokenizers_from:
         raise ValueError(_NO_SAMPLING.format(preset.name))
     if not (data_dir / "train.tsv").is_file():
         if not write:
             raise RuntimeError(f"{data_dir} was not prepared by rank 0")
-        train, dev, test, extra_dev = _build_splits(cfg, data_dir, notes)
+        train, dev, test, extra_dev, held_out = _build_splits(cfg, data_dir, notes, scaled)
         if cfg.tokenizers_from:  # fine-tuning keeps the vocabulary of the model it continues
             src_tok, tgt_tok = model_dir.load_tokenizers(cfg.tokenizers_from)
         else:
@@ -135,6 +151,7 @@ def prepare(cfg: TrainConfig, preset: Preset, run_dir: Path, *, write: bool) -> 
         extra_dev,
         number_format,
         train_src,
+        held_out,
     )
 
 
@@ -201,9 +218,21 @@ def parse_named_path(text: str) -> tuple[str, str]:
     return CorpusSpec(text).name.split(".")[0], text
 
 
+def held_out_sizes(
+    usable: int, dev_size: int, test_size: int, scaled: frozenset[str]
+) -> tuple[int, int]:
+    """The (dev, test) pairs to hold out of ``usable`` pairs: a size named in ``scaled`` (one
+    the user did not give) is a tenth of the corpus, at least one dev pair, at most the
+    configured size — so a large corpus holds out what it always did; a given size stays."""
+    share = usable // HELD_OUT_SHARE
+    dev = min(dev_size, max(1, share)) if "dev_size" in scaled else dev_size
+    test = min(test_size, share) if "test_size" in scaled else test_size
+    return dev, test
+
+
 def _build_splits(
-    cfg: TrainConfig, data_dir: Path, notes: list[str]
-) -> tuple[Pairs, Pairs, Pairs, dict[str, Pairs]]:
+    cfg: TrainConfig, data_dir: Path, notes: list[str], scaled: frozenset[str]
+) -> tuple[Pairs, Pairs, Pairs, dict[str, Pairs], tuple[int, int]]:
     """Read, clean, split and mix every corpus; write dev/test and the cleaning report."""
     cleaning = _cleaning(cfg)
     # sentences that must never be trained on: --exclude sets and the extra dev sets
@@ -229,21 +258,31 @@ def _build_splits(
     # corpus, exactly as runs before the filters existed drew it: a model trained with the
     # filters is then scored on the same dev/test sentences as one trained without them.
     pairs = clean_pairs(raw)
-    splits = split_by_sentence(pairs, dev_size=cfg.dev_size, test_size=cfg.test_size, seed=cfg.seed)
+    dev_size, test_size = held_out_sizes(len(pairs), cfg.dev_size, cfg.test_size, scaled)
+    splits = split_by_sentence(pairs, dev_size=dev_size, test_size=test_size, seed=cfg.seed)
     if not splits.train or not splits.dev:
+        fit = held_out_sizes(len(pairs), cfg.dev_size, cfg.test_size, frozenset(HELD_OUT))
+        fix = (
+            f"give smaller held-out sets (--dev-size {fit[0]} --test-size {fit[1]}, or leave "
+            "both out: a tenth of the corpus each)"
+            if fit != (dev_size, test_size) and len(pairs) >= 2 * HELD_OUT_SHARE
+            else "give a larger corpus"
+        )
         raise ValueError(
             f"{cfg.data}: {len(pairs)} usable pairs leave {len(splits.train)} for training "
-            f"and {len(splits.dev)} for dev after holding out --dev-size {cfg.dev_size} and "
-            f"--test-size {cfg.test_size}: use a larger corpus or smaller held-out sets"
+            f"and {len(splits.dev)} for dev after holding out --dev-size {dev_size} and "
+            f"--test-size {test_size}: {fix}"
         )
     seen |= set(splits.dev) | set(splits.test)
     primary_train, rep = clean_corpus(splits.train, cleaning, exclude=exclude, seen=seen)
     rep.read = len(raw)
     rep.removed["duplicate"] += len(raw) - len(pairs)
     report[primary.name] = {"path": cfg.data, "weight": primary.weight, **rep.to_dict()}
+    smaller = (dev_size, test_size) != (cfg.dev_size, cfg.test_size)
+    chosen = " (a tenth of the corpus; --dev-size/--test-size to choose)" if smaller else ""
     notes.append(
         f"{primary.name}: {rep.summary()}; held out {len(splits.dev)} dev + "
-        f"{len(splits.test)} test pairs"
+        f"{len(splits.test)} test pairs{chosen}"
     )
     # the other corpora must not contain the held-out sentences either
     exclude |= {sentence_key(x) for pair in splits.dev + splits.test for x in pair}
@@ -276,7 +315,7 @@ def _build_splits(
         write_pairs(pairs, data_dir / f"dev-{name}.tsv")
     (data_dir / "cleaning.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     notes.append(f"training mix: {len(train)} pairs ({len(unique)} distinct before weighting)")
-    return train, splits.dev, splits.test, extra_dev
+    return train, splits.dev, splits.test, extra_dev, (dev_size, test_size)
 
 
 def _turned(cfg: TrainConfig, pairs: Pairs) -> Pairs:

@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from attenzione.config import ModelConfig, TrainConfig
 from attenzione.model.transformer import Transformer
-from attenzione.training.data_prep import PreparedData, prepare
+from attenzione.training.data_prep import HELD_OUT, PreparedData, prepare
 from attenzione.training.presets import Preset
 from attenzione.training.step import process_group_backend, resolve_device
 from attenzione.translator import model_dir
@@ -82,10 +82,16 @@ def find_resume(run_dir: Path, resume: bool) -> Path | None:
 
 
 def prepare_data(
-    cfg: TrainConfig, preset: Preset, run_dir: Path, rank: int, world: int
+    cfg: TrainConfig,
+    preset: Preset,
+    run_dir: Path,
+    rank: int,
+    world: int,
+    scaled: frozenset[str] = frozenset(),
 ) -> PreparedData:
     """The run's data: rank 0 writes the splits and tokenizers (first run); the others then
-    read them. A run that fails here leaves no directory it created behind."""
+    read them. A run that fails here leaves no directory it created behind. ``scaled``: the
+    held-out sizes left to the corpus (:func:`~attenzione.training.data_prep.held_out_sizes`)."""
     data = None
     if rank == 0:
         created = None  # the first directory this call makes, if it makes any
@@ -95,7 +101,7 @@ def prepare_data(
             created = folder
         run_dir.mkdir(parents=True, exist_ok=True)
         try:
-            data = prepare(cfg, preset, run_dir, write=True)
+            data = prepare(cfg, preset, run_dir, write=True, scaled=scaled)
         except BaseException:
             if created is not None:  # a run that never started leaves no directory behind
                 shutil.rmtree(created, ignore_errors=True)
@@ -196,3 +202,14 @@ def graceful_signals(on_signal: Callable[[str], None]) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def scaled_sizes(cfg: TrainConfig, explicit: set[str] | None) -> frozenset[str]:
+    """The held-out sizes (``dev_size``, ``test_size``) the corpus decides: those the user
+    did not set. Without ``explicit`` (Python callers), one left at TrainConfig's default."""
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    return frozenset(
+        name
+        for name in HELD_OUT
+        if (name not in explicit if explicit is not None else getattr(cfg, name) == defaults[name])
+    )

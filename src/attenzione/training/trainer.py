@@ -23,8 +23,10 @@ live on ``--device`` (CPU, or the local rank's GPU with NCCL).
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec, split_tag
 from attenzione.model.fast.precision import bf16_warning
+from attenzione.threads import apply_threads
 from attenzione.training import report
 from attenzione.training.dev_eval import evaluate
 from attenzione.training.presets import get_preset
@@ -52,6 +55,7 @@ from attenzione.training.setup import (
     prepare_data,
     process_group,
     resumed_config,
+    scaled_sizes,
 )
 from attenzione.training.step import MetricsWindow, resolve_device, train_step
 from attenzione.training.warm_start import check_init_dir, warm_start
@@ -86,8 +90,8 @@ class Trainer:
                 self.log("--resume keeps the run's settings: " + ", ".join(ignored))
         self.cfg = cfg
         self.device = resolve_device(cfg.device)
-        if cfg.num_threads:
-            torch.set_num_threads(cfg.num_threads)
+        # None: what the machine can spare (attenzione.threads), not one thread per core
+        apply_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
         warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
         self.grow = set(own_shape(cfg))  # a warm start may grow the model to these
@@ -100,7 +104,12 @@ class Trainer:
             model_dir.load_tokenizers(cfg.tokenizers_from)  # fails now, not after the data work
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
-        self.data = prepare_data(cfg, self.preset, self.run_dir, self.rank, self.world)
+        # held-out sizes the user did not give follow the corpus (a small one still trains)
+        scaled = scaled_sizes(cfg, explicit) if self.resume_from is None else frozenset()
+        self.data = prepare_data(cfg, self.preset, self.run_dir, self.rank, self.world, scaled)
+        if self.data.held_out is not None:  # the run's config says what was held out
+            dev_size, test_size = self.data.held_out
+            self.cfg = cfg = replace(cfg, dev_size=dev_size, test_size=test_size)
         self.model = build_model(cfg, self.preset, self.data)
         # under torchrun rank 0 alone loads the start model: DDP gives its weights to the rest
         if self.resume_from is None and self.rank == 0:
@@ -263,7 +272,8 @@ class Trainer:
         bar = tqdm(
             total=cfg.max_steps,
             initial=p.step,
-            disable=not cfg.progress or self.rank != 0,
+            # a bar redrawn into a log file is noise: the evaluation lines report progress there
+            disable=not cfg.progress or self.rank != 0 or not _terminal(sys.stderr),
             unit="step",
             dynamic_ncols=True,
         )
@@ -366,3 +376,11 @@ def train(
     """
     with process_group(cfg.device):
         return Trainer(cfg, resume=resume, log=log, explicit=explicit).train()
+
+
+def _terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (where a progress bar can redraw itself)."""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False

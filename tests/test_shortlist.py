@@ -163,12 +163,17 @@ def test_a_damaged_or_mismatched_shortlist_is_one_error(tmp_path: Path) -> None:
         Translator.from_pretrained(path)
     cfg = tr.model.config
     floats = Shortlist(frequent=torch.tensor([1.5]),
-                       table=torch.full((cfg.src_vocab_size, 2), float("inf")))  # fmt: skip
+                       table=torch.full((cfg.src_vocab_size, 2), 2.5))  # fmt: skip
     from safetensors.torch import save_file  # a file written by another tool: floats
 
     save_file({"frequent": floats.frequent, "table": floats.table},
               str(path / model_dir.SHORTLIST_NAME))  # fmt: skip
     with pytest.raises(ValueError, match="shortlist.safetensors: frequent must hold integer"):
+        Translator.from_pretrained(path)
+    # a non-finite value is damage, whatever the tensor's role (issue 53)
+    save_file({"frequent": floats.frequent, "table": floats.table.fill_(float("inf"))},
+              str(path / model_dir.SHORTLIST_NAME))  # fmt: skip
+    with pytest.raises(ValueError, match="tensor table holds inf"):
         Translator.from_pretrained(path)
 
 

@@ -23,8 +23,13 @@ files. A directory is written whole into a temporary sibling and swapped in by
 :func:`attenzione.atomic.replace_directory`, so a kill at any instant leaves a complete
 checkpoint under ``NAME`` or ``NAME.old``, and :func:`find_model_dir` finds it. Loading turns
 every way a directory can be damaged (missing, truncated or foreign files, weights that
-disagree with the config, a config no machine could hold) into a
+disagree with the config or are not finite, a config no machine could hold) into a
 ``ValueError``/``FileNotFoundError`` that names the file — the CLI prints it as one line.
+
+Every file is read through :func:`~attenzione.translator.weights.member`: a symbolic link that
+leads out of the directory is refused (the directory's own path may be a link), and no error
+quotes what a file holds, only its name and line, so a directory cannot make an error message
+show another file.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from attenzione.translator.weights import build_model as build_model
 from attenzione.translator.weights import check_state as check_state
 from attenzione.translator.weights import load_model as load_model
 from attenzione.translator.weights import load_weights_file as load_weights_file
+from attenzione.translator.weights import member as member
 from attenzione.translator.weights import parameter_count as parameter_count
 from attenzione.translator.weights import read_config as read_config
 from attenzione.translator.weights import save_snapshot as save_snapshot
@@ -96,7 +102,10 @@ def load_tokenizers(
     directory = Path(directory)
     toks = []
     for name in (SRC_TOKENIZER, TGT_TOKENIZER):
-        tok = load_tokenizer(directory / name)
+        # the folder and its config inside the directory; load_tokenizer keeps the files the
+        # config names inside the folder
+        member(directory, f"{name}/tokenizer.json")
+        tok = load_tokenizer(member(directory, name))
         if cfg is not None:
             theirs = (tok.pad_id, tok.bos_id, tok.eos_id, tok.unk_id)
             ours = (cfg.pad_id, cfg.bos_id, cfg.eos_id, cfg.unk_id)
@@ -111,12 +120,14 @@ def load_tokenizers(
 
 def read_info(directory: str | Path) -> dict[str, Any]:
     """``info.json`` as a dict ({} if absent); a damaged file is a ValueError."""
-    path = Path(directory) / INFO_NAME
+    path = member(directory, INFO_NAME)
     if not path.is_file():
         return {}
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:  # says where, not what: "line 1 column 2 (char 1)"
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(info, dict):
         raise ValueError(f"{path} should hold a JSON object, not {type(info).__name__}")
@@ -126,26 +137,41 @@ def read_info(directory: str | Path) -> dict[str, Any]:
 def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | None:
     """The known words of ``tgt_words.txt`` (or the translated source words of
     ``src_translated.txt``, ``name``), sorted (None if the directory has none); a file that is
-    not UTF-8, or not one lowercased word per line, is a ValueError."""
-    path = Path(directory) / name
+    not UTF-8, or not one lowercased word per line, is a ValueError naming the line, not
+    quoting it."""
+    path = member(directory, name)
     if not path.is_file():
         return None
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text: {exc}") from None
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     for n, line in enumerate(lines, 1):
         if words_of(line) != [line]:
-            raise ValueError(f"{path}, line {n}: {line!r} is not one lowercased word")
+            raise ValueError(
+                f"{path}, line {n} {_word_problem(line)}: a word list holds one lowercased "
+                "word per line"
+            )
     if not lines:
         raise ValueError(f"{path} is empty: a word list needs the words of the training pairs")
     return sorted(set(lines))
 
 
+def _word_problem(line: str) -> str:
+    """What is wrong with a line of a word list, in words that do not repeat it."""
+    if not line.strip():
+        return "is blank"
+    if len(line.split()) > 1:
+        return "holds more than one word"
+    if line != line.lower():
+        return "is not lowercased"
+    return "is not a word (letters only)"
+
+
 def read_shortlist(directory: str | Path, cfg: ModelConfig) -> Shortlist | None:
     """The vocabulary shortlist of ``shortlist.safetensors`` (None if the directory has none);
     a damaged file, or one that does not fit the model's vocabularies, is a ValueError."""
-    path = Path(directory) / SHORTLIST_NAME
+    path = member(directory, SHORTLIST_NAME)
     if not path.is_file():
         return None
     tensors = load_weights_file(path)
@@ -168,7 +194,7 @@ def write_shortlist(directory: str | Path, shortlist: Shortlist) -> Path:
 
 def load_state(directory: str | Path) -> dict[str, Any]:
     """The resumable training state (tensors, numbers, dicts only: ``weights_only=True``)."""
-    path = Path(directory) / STATE_NAME
+    path = member(directory, STATE_NAME)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this checkpoint cannot be resumed")
     state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)

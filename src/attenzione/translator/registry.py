@@ -50,9 +50,14 @@ class InstalledModel:
 
 
 def _read_info(path: Path) -> dict[str, Any]:
+    """``info.json`` of the model directory ``path`` ({} if absent, damaged, or a link that
+    leads out of the directory, which loading the model refuses)."""
+    file = path / "info.json"
     try:
-        info = json.loads((path / "info.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not file.resolve().is_relative_to(path.resolve()):
+            return {}
+        info = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a loop of links
         return {}
     return info if isinstance(info, dict) else {}
 

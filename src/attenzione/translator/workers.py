@@ -19,14 +19,24 @@ kernels might.
 A worker knows what its model directory says, loaded with the precision and shortlist switch
 it is given (:meth:`Workers.of` takes them from a translator): a word list set on the
 translator after loading is not seen by the workers.
+
+Ctrl-C is the parent's alone. A terminal sends SIGINT to every process of its foreground group,
+workers included: each used to raise ``KeyboardInterrupt`` wherever it was (a 110-line
+traceback from inside ``import torch`` while starting), and the parent, leaving the pool, waited
+for the batches already handed out (7.6 s inside a chunk). Now the workers ignore SIGINT from
+their first instruction (the parent ignores it while it starts them, and a process inherits
+that), and a pool left by an exception (:meth:`Workers.__exit__`) terminates its processes and
+drops their batches instead of waiting for them.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import multiprocessing
+import signal
+import threading
 from collections.abc import Iterator
-from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -50,6 +60,9 @@ def _start(
     """A worker process's start: its thread count, then the model. A failure is kept and
     raised at the first batch, where it reaches the caller as the error it is."""
     global _translator, _failed, _barrier
+    # Ctrl-C is the parent's to handle (it terminates the pool): inherited already when the
+    # pool was made in the main thread, set here for a pool made in another
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _barrier = barrier
     torch.set_num_threads(threads)
     try:
@@ -114,8 +127,9 @@ class Workers:
                 context.Barrier(workers),
             ),
         )
-        for _ in range(workers):  # a process starts for each task no idle process takes
-            self._pool.submit(_ready)
+        with _sigint_ignored():  # the processes inherit it: no KeyboardInterrupt while they start
+            for _ in range(workers):  # a process starts for each task no idle process takes
+                self._pool.submit(_ready)
 
     @classmethod
     def of(cls, translator: Translator, workers: int = 2, *, threads: int = 1) -> Workers:
@@ -142,16 +156,22 @@ class Workers:
     ) -> Iterator[list[list[Hypothesis]]]:
         """Each batch's hypotheses, in order, as they come. The batches are handed out now
         (each worker takes the next when it is done with one); the results are read as the
-        caller goes."""
-        results = self._pool.map(_decode, jobs, itertools.repeat(search), itertools.repeat(terms))
-        return self._each(results)
+        caller goes.
 
-    def _each(self, results: Iterator[list[list[Hypothesis]]]) -> Iterator[list[list[Hypothesis]]]:
-        while True:
-            try:
-                yield self._result(lambda: next(results))
-            except StopIteration:
-                return
+        Submitted one by one, not with ``ProcessPoolExecutor.map``: map cancels the batches
+        left when its iterator is dropped (as Ctrl-C unwinds), and Python 3.11's pool, broken
+        by :meth:`close` terminating its processes, then fails on a cancelled batch with a
+        traceback from its own thread (fixed in 3.12). Nothing here cancels a batch."""
+        futures = self._result(
+            lambda: [self._pool.submit(_decode, job, search, terms) for job in jobs]
+        )
+        return self._each(futures)
+
+    def _each(
+        self, futures: list[Future[list[list[Hypothesis]]]]
+    ) -> Iterator[list[list[Hypothesis]]]:
+        for future in futures:
+            yield self._result(future.result)
 
     @staticmethod
     def _result(get: Any) -> Any:
@@ -162,9 +182,24 @@ class Workers:
                 "a worker process stopped (out of memory?): try --workers 1"
             ) from None
 
-    def close(self) -> None:
-        """Stop the processes (after the batches given to them)."""
-        self._pool.shutdown()
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the processes after the batches given to them, or with ``cancel`` at once:
+        the batches given are dropped and the processes terminated."""
+        if not cancel:
+            self._pool.shutdown()
+            return
+        # Terminated, the processes leave the pool broken, and its thread fails what is pending
+        # instead of waiting for it (ProcessPoolExecutor.terminate_workers, Python 3.14). Not
+        # cancel_futures: see __call__
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(5)
+            if process.is_alive():  # SIGTERM not taken yet (stopped in the kernel?): no waiting
+                process.kill()
+                process.join()
+        self._pool.shutdown(wait=True)
 
     def __enter__(self) -> Workers:
         return self
@@ -175,4 +210,21 @@ class Workers:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        # left by an exception (Ctrl-C, an error in a batch): nobody waits for the batches
+        self.close(cancel=exc is not None)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the block runs (in the main thread, the only one that may set a
+    handler; elsewhere the block runs as it is). A process started meanwhile inherits it, and
+    Python leaves an ignored SIGINT ignored: it raises no ``KeyboardInterrupt`` from its first
+    instruction. A Ctrl-C in the milliseconds the block takes is lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:  # None: a handler set outside Python, which cannot be set back
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -107,6 +108,14 @@ def translate(
         "widened to n if it is smaller).",
         callback=at_least(1),
     ),
+    max_length: int | None = typer.Option(
+        None,
+        help="At most N new tokens a sentence, whatever its source's length (CTranslate2's "
+        "max_decoding_length, transformers' max_new_tokens; never past the model's positions). "
+        "Default: 1.5 × the source's tokens + 10.",
+        callback=at_least(1),
+        show_default=False,
+    ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
     workers: int = typer.Option(
         0,
@@ -152,6 +161,8 @@ def translate(
             seed=seed,
             length_penalty=length_penalty,
         )
+        if max_length is not None:  # a cap alone, as CTranslate2 and transformers read it
+            search = replace(search, max_len_a=0.0, max_len_b=max_length)
         check_search(directory, search, batch_size)  # a beam too wide: one line, now
         texts = len(document.segments) if document is not None else len(lines)
         n = worker_count(workers, texts, batch_size, n_best, budget)

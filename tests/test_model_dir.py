@@ -64,6 +64,8 @@ def test_the_shipped_model_credits_every_corpus_it_descends_from() -> None:
         dict(tie_embeddings=True, share_src_tgt_embeddings=True),
         dict(src_embed_dim=10, norm="pre", positions="learned"),
         dict(),
+        dict(output_bias=True, tie_embeddings=True, share_src_tgt_embeddings=True),
+        dict(output_bias=True),
     ],
 )
 def test_parameter_count_is_exact(cfg: dict[str, object]) -> None:

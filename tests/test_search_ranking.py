@@ -24,7 +24,13 @@ from attenzione.search.scoring import Scoring
 from attenzione.search.terms import AttentionCoverage, SymbolCoverage
 from tiny_model import PAROLE, WORDS, tiny_config
 
-SHIPPED = ("number-coverage", "punctuation-coverage", "attention-coverage", "word-check")
+SHIPPED = (
+    "number-coverage",
+    "punctuation-coverage",
+    "attention-coverage",
+    "word-check",
+    "doubled-marks",  # a rule the constraints apply, switched like the terms
+)
 
 
 class _Made(Term):
@@ -81,8 +87,8 @@ def test_terms_are_frozen_values() -> None:
 def test_weights_that_are_not_a_terms_are_refused() -> None:
     with pytest.raises(TypeError, match="no_such_term"):
         Terms(no_such_term=1.0)
-    with pytest.raises(TypeError, match="at most 4"):
-        Terms(1.0, 1.0, 1.0, 1.0, 1.0)
+    with pytest.raises(TypeError, match=f"at most {len(SHIPPED)}"):
+        Terms(*(1.0 for _ in range(len(SHIPPED) + 1)))
     with pytest.raises(ValueError, match="the weight of attention-coverage"):
         Terms(attention_coverage=float("nan"))
     with pytest.raises(KeyError):
@@ -96,7 +102,7 @@ def test_a_registered_term_is_weighed_switched_and_built_like_the_shipped_ones(
 ) -> None:
     scoring = _scoring()
     assert Terms().made_here == 3.0 and Terms.none().made_here == 0.0
-    assert Terms(0.5, 0.5, 0.0, 0.0, 2.0).made_here == 2.0  # the registry's order
+    assert Terms(0.5, 0.5, 0.0, 0.0, 1.0, 2.0).made_here == 2.0  # the registry's order
     batch = torch.tensor([[4, 5, 2], [6, 2, 0]])
     sources = [[4, 5, 2], [6, 2]]
     beam = DecodeConfig(method="beam", beam_size=3)

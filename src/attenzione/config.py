@@ -24,6 +24,14 @@ NUMBER_FORMATS = ("keep", "comma", "point")
 
 Positions = Literal["sinusoidal", "learned"]
 NormPlacement = Literal["post", "pre"]
+Activation = Literal["relu", "gelu", "swish"]
+SinusoidLayout = Literal["interleaved", "halves"]
+_CHOICES = {  # the fields with a fixed set of values
+    "positions": ("sinusoidal", "learned"),
+    "norm": ("post", "pre"),
+    "activation": ("relu", "gelu", "swish"),  # the paper's ReLU, GELU (erf), SiLU (OPUS-MT's)
+    "sinusoid_layout": ("interleaved", "halves"),  # sin/cos pairs, or all sines first (Marian's)
+}
 
 _T = TypeVar("_T")
 
@@ -76,6 +84,12 @@ class ModelConfig(_JsonMixin):
     ``src_embed_dim`` is the width of the source token vectors before they enter the model: it
     equals ``d_model`` unless pretrained vectors of another size (GloVe 100 d into a 256-d model,
     say) are used, in which case a learned linear projection maps them to ``d_model``.
+
+    The last fields speak other toolkits' conventions (a Hugging Face ``MarianMTModel`` loads
+    exactly: :mod:`attenzione.translator.marian`), their defaults ours, so older configs read as
+    before: ``scale_embeddings`` (tokens × √d_model), ``output_bias`` (Marian's
+    ``final_logits_bias``), ``decoder_start_id`` (None: ``bos_id``; Marian starts from
+    ``pad_id``, and that first position then counts as real, not as padding).
     """
 
     src_vocab_size: int
@@ -99,6 +113,12 @@ class ModelConfig(_JsonMixin):
     bos_id: int = 1
     eos_id: int = 2
     unk_id: int = 3
+    activation: Activation = "relu"
+    sinusoid_layout: SinusoidLayout = "interleaved"
+    scale_embeddings: bool = True
+    output_bias: bool = False
+    layer_norm_eps: float = 1e-5
+    decoder_start_id: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_head", "d_ff"):
@@ -114,11 +134,12 @@ class ModelConfig(_JsonMixin):
             value = getattr(self, name)
             _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}")
         _check(self.max_len >= 2, f"max_len must be >= 2, got {self.max_len!r}")
-        _check(
-            self.positions in ("sinusoidal", "learned"),
-            f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}",
-        )
-        _check(self.norm in ("post", "pre"), f"norm must be 'post' or 'pre', got {self.norm!r}")
+        for name, allowed in _CHOICES.items():  # "norm must be 'post' or 'pre', got 'x'"
+            *first, last = map(repr, allowed)
+            value = getattr(self, name)
+            _check(value in allowed, f"{name} must be {', '.join(first)} or {last}, got {value!r}")
+        eps = self.layer_norm_eps
+        _check(0 < eps < 1, f"layer_norm_eps must be in (0, 1), got {eps!r}")
         if self.src_embed_dim is not None:
             _check(
                 self.src_embed_dim > 0,
@@ -130,7 +151,8 @@ class ModelConfig(_JsonMixin):
             f"pad_id, bos_id and eos_id must differ, got {specials}",
         )
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
-        for name, value in {**specials, "unk_id": self.unk_id}.items():
+        named = {**specials, "unk_id": self.unk_id, "decoder_start_id": self.start_id}
+        for name, value in named.items():
             _check(
                 0 <= value < smallest,
                 f"{name}={value} is outside the vocabularies (sizes {self.src_vocab_size}, "
@@ -146,6 +168,11 @@ class ModelConfig(_JsonMixin):
                 self.src_embed_dim in (None, self.d_model),
                 "share_src_tgt_embeddings needs src_embed_dim == d_model",
             )
+
+    @property
+    def start_id(self) -> int:
+        """The token the decoder reads first: ``decoder_start_id``, or ``bos_id``."""
+        return self.bos_id if self.decoder_start_id is None else self.decoder_start_id
 
     @property
     def inner_dim(self) -> int:

@@ -24,6 +24,8 @@ from attenzione.cli import (
     average,
     embeddings,
     evaluate,
+    export,
+    imports,
     models,
     serve,
     train,
@@ -45,6 +47,8 @@ app.command("average")(average.average)
 app.command("attention")(attention.attention)
 app.command("serve")(serve.serve)
 app.command("models")(models.models)
+app.command("export")(export.export)
+app.command("import")(imports.import_model)
 app.add_typer(embeddings.app, name="embeddings")
 
 

@@ -379,8 +379,12 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
             raise ValueError(f"{model}: {exc}") from None
         except Exception as exc:  # sentencepiece raises RuntimeError/OSError for a bad proto
             raise ValueError(f"{model} is not a SentencePiece model ({exc})") from None
+    if kind == "marian":  # one side of an OPUS-MT model: its own module, which imports this one
+        from attenzione.data.marian_tokenizer import load_marian
+
+        return load_marian(d, config, path)
     raise ValueError(
-        f"{path}: unknown tokenizer type {kind!r} (expected 'word' or 'sentencepiece')"
+        f"{path}: unknown tokenizer type {kind!r} (expected 'word', 'sentencepiece' or 'marian')"
     )
 
 

@@ -6,7 +6,8 @@ have another width than d_model, a learned linear projection maps them in — th
 say, 300-d GloVe in a 256-d model without throwing information away at random.
 
 As in the paper, the output is multiplied by √d_model: the sinusoidal positions have unit
-amplitude and the scaling keeps the token signal from being drowned by them.
+amplitude and the scaling keeps the token signal from being drowned by them. (A model trained
+without it — a Marian model with ``scale_embedding`` off — is built with ``scale=False``.)
 """
 
 from __future__ import annotations
@@ -26,10 +27,17 @@ class TokenEmbedding(nn.Module):
         d_model: D, the model width.
         pad_id: its row is initialised to zero and receives no gradient.
         embed_dim: width of the table; defaults to D. When it differs, ``proj`` maps it to D.
+        scale: False leaves the vectors unscaled (× 1).
     """
 
     def __init__(
-        self, vocab_size: int, d_model: int, pad_id: int, embed_dim: int | None = None
+        self,
+        vocab_size: int,
+        d_model: int,
+        pad_id: int,
+        embed_dim: int | None = None,
+        *,
+        scale: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -43,7 +51,7 @@ class TokenEmbedding(nn.Module):
             if self.embed_dim != d_model
             else nn.Identity()
         )
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
 
     @property
     def weight(self) -> Tensor:

@@ -114,25 +114,35 @@ class Transformer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = cfg = config
+        scale = cfg.scale_embeddings
         self.src_embed = TokenEmbedding(
-            cfg.src_vocab_size, cfg.d_model, cfg.pad_id, embed_dim=cfg.src_embed_dim
+            cfg.src_vocab_size, cfg.d_model, cfg.pad_id, embed_dim=cfg.src_embed_dim, scale=scale
         )
         if cfg.share_src_tgt_embeddings:
             self.tgt_embed = self.src_embed
         else:
-            self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id)
-        self.positions = make_positions(cfg.positions, cfg.d_model, cfg.max_len)
+            self.tgt_embed = TokenEmbedding(
+                cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id, scale=scale
+            )
+        self.positions = make_positions(
+            cfg.positions, cfg.d_model, cfg.max_len, cfg.sinusoid_layout
+        )
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_enc_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec_layers))
         pre = cfg.norm == "pre"
         # Pre-norm leaves the residual stream un-normalised: one final LayerNorm per stack.
-        self.encoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if pre else nn.Identity()
-        self.decoder_norm: nn.Module = nn.LayerNorm(cfg.d_model) if pre else nn.Identity()
-        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        eps = cfg.layer_norm_eps
+        self.encoder_norm: nn.Module = nn.LayerNorm(cfg.d_model, eps=eps) if pre else nn.Identity()
+        self.decoder_norm: nn.Module = nn.LayerNorm(cfg.d_model, eps=eps) if pre else nn.Identity()
+        # the output layer: no bias, as the paper, unless the config asks for one (Marian's
+        # final_logits_bias, which an imported model carries)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=cfg.output_bias)
         if cfg.tie_embeddings:
             self.generator.weight = self.tgt_embed.embedding.weight
         else:
             nn.init.normal_(self.generator.weight, std=cfg.d_model**-0.5)
+        if self.generator.bias is not None:
+            nn.init.zeros_(self.generator.bias)
         self.dropout = nn.Dropout(cfg.dropout)
 
     # ------------------------------------------------------------------ embeddings
@@ -205,13 +215,16 @@ class Transformer(nn.Module):
         cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
         t = tgt_ids.shape[1]
         if need_weights:
-            # The full masks, so a padded query's row is drawn empty, not as noise.
+            # The full masks, so a padded query's row is drawn empty, not as noise. A start
+            # token that is the padding token (Marian's) is real all the same: it is the first
+            # column of a prefix that begins at position 0.
+            start = offset == 0 and cfg.start_id == cfg.pad_id
             if offset == 0:
-                self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id)  # (B,1,T,T)
+                self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id, start=start)  # (B,1,T,T)
             else:  # the cached keys' padding is not at hand; causality is what applies
                 self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
-            if cache is None:
-                cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)  # (B,1,T,S)
+            if cache is None:  # (B,1,T,S)
+                cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id, start=start)
             else:  # the new tokens are real: the cache's source mask is the whole story
                 cross_mask = memory_mask
         elif cache is not None and t > 1:
@@ -248,7 +261,8 @@ class Transformer(nn.Module):
         *,
         logits_at: Tensor | None = None,
     ) -> Seq2SeqOutput:
-        """Teacher-forced pass: src_ids (B,S), tgt_ids (B,T) (``<bos>`` + target) → logits.
+        """Teacher-forced pass: src_ids (B,S), tgt_ids (B,T) (the start token, ``<bos>`` unless
+        the config names another, + target) → logits.
 
         ``logits_at`` (B,T) bool: compute logits only at these positions, returned as (N,V)
         in row-major order — training passes the real target positions, so the largest matrix

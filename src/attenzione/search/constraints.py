@@ -6,7 +6,8 @@ sampling, beam search).
 
 * :class:`MinLength`: no ``<eos>`` before ``min_len`` tokens (``DecodeConfig.min_len``; the
   loop adds it itself).
-* :class:`Never`: tokens no row may write (a model's corpus tags).
+* :class:`Never`: tokens no row may write (a model's corpus tags); :class:`NeverNormalised`
+  the same after normalisation (an imported Marian model's ``<pad>``).
 * :class:`NoDoubledMarks`: a punctuation mark twice in a row only where the source has it
   twice in a row ("sul divano.." was an alternative of "on the sofa.").
 
@@ -68,6 +69,14 @@ class Never(Constraint):
 
     def mask(self, scores: Tensor) -> None:
         scores[:, self.ids] = float("-inf")
+
+
+class NeverNormalised(Never):
+    """:class:`Never` after normalisation: the banned tokens keep their share of the
+    probability, as transformers' ``bad_words_ids`` does (an imported Marian model's
+    ``<pad>``, its decoder's start token)."""
+
+    normalised = True
 
 
 class NoDoubledMarks(Constraint):

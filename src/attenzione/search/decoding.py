@@ -51,13 +51,13 @@ __all__ = ["Charge", "Constraint", "DecodingModel", "Hypothesis", "Term", "gener
 class DecodingModel(Protocol):
     """What the loop needs of a model (:class:`~attenzione.model.transformer.Transformer` has it).
 
-    ``config`` needs ``pad_id``, ``bos_id``, ``eos_id``, ``max_len`` and ``tgt_vocab_size``
-    (and ``n_dec_layers`` for a term that reads attention); ``encode`` returns an object with
-    ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned by ``init_cache``
-    needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object with ``logits``
-    (B,T,V) (``output=`` is passed only with an output head that has a layer of its own), and
-    with ``need_weights=True`` also ``cross_attentions`` (per decoder layer, (B,H,T,S); asked
-    for only when a term reads attention).
+    ``config`` needs ``pad_id``, ``bos_id`` (or ``start_id``), ``eos_id``, ``max_len`` and
+    ``tgt_vocab_size`` (and ``n_dec_layers`` for a term that reads attention); ``encode``
+    returns an object with ``memory`` (B,S,D) and ``memory_mask`` (B,1,1,S); the cache returned
+    by ``init_cache`` needs ``reorder(indices)``; ``decode(tgt_ids, cache=…)`` returns an object
+    with ``logits`` (B,T,V) (``output=`` is passed only with an output head that has a layer of
+    its own), and with ``need_weights=True`` also ``cross_attentions`` (per decoder layer,
+    (B,H,T,S); asked for only when a term reads attention).
     """
 
     @property
@@ -109,7 +109,10 @@ def generate(
     rows = search.start()  # (N,) the sentence of each row; None: one row per sentence
     _follow(cache, hooks, rows, None)
     n = src_ids.shape[0] if rows is None else rows.shape[0]
-    cur = torch.full((n, 1), mc.bos_id, dtype=torch.long, device=src_ids.device)  # (N,1)
+    # the token the decoder reads first: <bos>, or the config's decoder_start_id (Marian's
+    # decoders start from <pad>); a config without start_id (a test's stub) starts from bos_id
+    start = getattr(mc, "start_id", mc.bos_id)
+    cur = torch.full((n, 1), start, dtype=torch.long, device=src_ids.device)  # (N,1)
     options = _decode_options(head, need_weights)
     buffers: dict[str, Tensor] = {}  # the log-probs' memory, reused each step
     for step in range(int(limits.max())):

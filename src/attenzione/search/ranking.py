@@ -10,7 +10,12 @@ every registered term (0 = off); beam search applies the terms in the registry's
 * ``number-coverage``: per digit of the source's numbers not written;
 * ``punctuation-coverage``: per comma, semicolon, colon or bracket of the source not written;
 * ``attention-coverage``: GNMT's coverage penalty of a finished translation;
-* ``word-check``: per word written that is neither known nor in the source.
+* ``word-check``: per word written that is neither known nor in the source;
+* ``doubled-marks``: not a charge but a rule every search method keeps while its weight is
+  above 0 — a punctuation mark twice in a row only where the source has it so
+  (:class:`~attenzione.search.constraints.NoDoubledMarks`, made by
+  :meth:`Scoring.constraints <attenzione.search.scoring.Scoring.constraints>`); registered
+  here so that ``--no-step``, ``--raw`` and info.json switch it like the terms.
 """
 
 from __future__ import annotations
@@ -127,6 +132,12 @@ def _word_check(batch: TermBatch, weight: float) -> Term | None:
     if lexicon is None:  # the model has no word list
         return None
     return WordPenalty(lexicon, 2 * batch.cfg.beam_size, batch.ids.device)
+
+
+@ranking_term("doubled-marks", 1.0)
+def _doubled_marks(batch: TermBatch, weight: float) -> Term | None:
+    """A rule, not a charge: :meth:`Scoring.constraints` applies it (weight > 0: on)."""
+    return None
 
 
 class Terms:

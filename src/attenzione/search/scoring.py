@@ -26,6 +26,7 @@ from attenzione.data.tokenizers import Tokenizer, is_byte_piece
 from attenzione.search.constraints import (
     ByteBan,
     Never,
+    NeverNormalised,
     NoDoubledMarks,
     WellFormedUTF8,
     WholeCharacters,
@@ -171,12 +172,18 @@ class Scoring:
         self._known_starts: Tensor | None = None
 
     # ------------------------------------------------------------------ constraints
-    def constraints(self, batch: Tensor, sources: Sequence[Sequence[int]]) -> list[Constraint]:
-        """The hard constraints of a (B,S) source ``batch`` (``sources``: its rows' ids)."""
+    def constraints(
+        self, batch: Tensor, sources: Sequence[Sequence[int]], weights: Terms | None = None
+    ) -> list[Constraint]:
+        """The hard constraints of a (B,S) source ``batch`` (``sources``: its rows' ids);
+        ``weights`` switch the rule ``doubled-marks`` (None: on)."""
         out: list[Constraint] = []
+        start = getattr(self.config, "start_id", self.config.bos_id)
+        if start == self.config.pad_id:  # Marian decoders start from <pad>: never written
+            out.append(NeverNormalised([self.config.pad_id], self.config.eos_id))
         if self._never:
             out.append(Never(self._never, self.config.eos_id))
-        if self._mark_chars:
+        if self._mark_chars and (weights is None or weights.weight("doubled-marks") > 0):
             doubled = self._doubled(sources).to(batch.device)
             out.append(NoDoubledMarks(self._writes.to(batch.device), doubled))
         if len(self._byte_src):

@@ -79,7 +79,10 @@ def dev_loss(
     total, nll_sum, n_tok = 0.0, 0.0, 0
     for start in range(0, len(kept), DEV_BATCH):
         batch = collate(
-            kept[start : start + DEV_BATCH], pad_id=cfg.pad_id, bos_id=cfg.bos_id, eos_id=cfg.eos_id
+            kept[start : start + DEV_BATCH],
+            pad_id=cfg.pad_id,
+            bos_id=cfg.start_id,
+            eos_id=cfg.eos_id,
         ).to(device)
         with autocast(device, bf16):
             logits = model(batch.src_ids, batch.tgt_in).logits  # (B,T,V)

@@ -288,7 +288,7 @@ class Trainer:
                 batch = collate(
                     self._pairs(idx, p.epoch, p.batch_in_epoch),
                     pad_id=mc.pad_id,
-                    bos_id=mc.bos_id,
+                    bos_id=mc.start_id,
                     eos_id=mc.eos_id,
                     indices=list(idx),
                 ).to(self.device)

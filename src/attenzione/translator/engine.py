@@ -49,7 +49,7 @@ class Engine:
             self.model,
             batch,
             search,
-            constraints=self.scoring.constraints(batch, sources),
+            constraints=self.scoring.constraints(batch, sources, terms),
             terms=self.scoring.terms(batch, sources, terms, search),
             head=self._shortlist_for(batch),
         )

@@ -124,14 +124,14 @@ def replay(
     cfg = model.config
     device = next(model.parameters()).device
     src_t = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1,S)
-    tgt_t = torch.tensor([[cfg.bos_id, *tgt_ids]], dtype=torch.long, device=device)  # (1,T)
+    tgt_t = torch.tensor([[cfg.start_id, *tgt_ids]], dtype=torch.long, device=device)  # (1,T)
     pieces = [tgt_tok.id_to_token(i) for i in tgt_ids]
     return collect_attention(
         model,
         src_t,
         tgt_t,
         src_tokens=[src_tok.id_to_token(i) for i in src_ids],
-        tgt_tokens=[tgt_tok.id_to_token(cfg.bos_id), *pieces],
+        tgt_tokens=[tgt_tok.id_to_token(cfg.start_id), *pieces],
         out_tokens=[*pieces, tgt_tok.id_to_token(cfg.eos_id)],
         source=source,
         translation=translation,
@@ -149,7 +149,7 @@ def cross_attention(
     cfg = model.config
     device = next(model.parameters()).device
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=device)
-    tgt = torch.tensor([[cfg.bos_id, *tgt_ids, cfg.eos_id]], dtype=torch.long, device=device)
+    tgt = torch.tensor([[cfg.start_id, *tgt_ids, cfg.eos_id]], dtype=torch.long, device=device)
     with torch.inference_mode():
         out = model(src, tgt, need_weights=True)
     return out.decoder.cross_attentions[layer][0].float().mean(dim=0)

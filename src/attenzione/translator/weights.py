@@ -51,7 +51,8 @@ def parameter_count(cfg: ModelConfig) -> int:
     gen = 0 if cfg.tie_embeddings else cfg.tgt_vocab_size * d
     learned_pos = cfg.max_len * d if cfg.positions == "learned" else 0
     final_norms = 2 * norm if cfg.norm == "pre" else 0
-    return enc + dec + src + tgt + gen + learned_pos + final_norms
+    out_bias = cfg.tgt_vocab_size if cfg.output_bias else 0  # Marian's final_logits_bias
+    return enc + dec + src + tgt + gen + learned_pos + final_norms + out_bias
 
 
 def physical_memory() -> int | None:

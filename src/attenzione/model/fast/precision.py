@@ -96,7 +96,9 @@ def quantize_int8(model: Transformer) -> Transformer:
         del module.qkv_proj  # each weight once: the split copies replace the fused one
         module.__class__ = _SplitCrossAttention
     if m.config.tie_embeddings:  # the output layer gets its own (quantized) copy
-        m.generator = _linear_from(m.generator.weight.detach().clone(), None)
+        gen = m.generator
+        bias = None if gen.bias is None else gen.bias.detach()  # an imported model's bias
+        m.generator = _linear_from(gen.weight.detach().clone(), bias)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao's deprecation notice about torchao
         from torch.ao.quantization import quantize_dynamic

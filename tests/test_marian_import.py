@@ -1,0 +1,489 @@
+"""Importing a Hugging Face MarianMTModel (OPUS-MT) into our Transformer: transformers' numbers.
+
+The models are built here with transformers (a test extra; the tests are skipped without it),
+saved with ``save_pretrained`` and read back by :mod:`attenzione.translator.marian`, which
+needs no transformers. The oracle is transformers itself: the same source ids, the same
+decoder input (Marian's starts from ``<pad>``) → logits within 1e-4, at a small shape and at
+OPUS-MT's (d_model 512, 6+6 layers, 8 heads, d_ff 2048, swish; random weights, a small
+vocabulary); and the same greedy and beam outputs as ``generate``, from a small model trained
+here so that its translations end on their own (a random post-norm model repeats one token
+to the length cap, where the two searches differ by design: transformers forces ``</s>``).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from attenzione.config import DecodeConfig  # noqa: E402
+from attenzione.model.fast.precision import for_inference  # noqa: E402
+from attenzione.model.transformer import Transformer  # noqa: E402
+from attenzione.search.decoding import generate  # noqa: E402
+from attenzione.translator import marian  # noqa: E402
+
+TOL = 1e-4  # the issue's bound on |logit difference|
+
+
+def _marian(
+    vocab: int = 100,
+    *,
+    d_model: int = 32,
+    layers: int = 2,
+    heads: int = 4,
+    d_ff: int = 64,
+    seed: int = 0,
+    spread: bool = True,
+    **options: Any,
+) -> Any:
+    """A MarianMTModel of OPUS-MT's conventions (``<pad>`` last and the decoder's start,
+    ``</s>`` 0, swish, scaled embeddings, one matrix for everything); ``spread``: weights
+    drawn wide enough that logits differ by units (transformers' own init gives ~0.1), and a
+    final logits bias that is not zero."""
+    torch.manual_seed(seed)
+    settings: dict[str, Any] = dict(
+        vocab_size=vocab,
+        decoder_vocab_size=vocab,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=d_ff,
+        decoder_ffn_dim=d_ff,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=vocab - 1,
+        eos_token_id=0,
+        decoder_start_token_id=vocab - 1,
+        forced_eos_token_id=0,
+        max_position_embeddings=64,
+        dropout=0.0,
+    )
+    model = transformers.MarianMTModel(transformers.MarianConfig(**{**settings, **options}))
+    if spread:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "embed_positions" in name:  # Marian's sinusoids: computed, never saved
+                    continue
+                if "layer_norm" in name:
+                    p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
+                elif p.dim() == 2:  # embeddings and projections
+                    p.normal_(0.0, p.shape[1] ** -0.5)
+                else:
+                    p.normal_(0.0, 0.1)
+            model.final_logits_bias.normal_(0.0, 1.0)
+    return model.eval()
+
+
+def _save(model: Any, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(directory))
+    return directory
+
+
+def _sources(vocab: int, n: int, longest: int, seed: int, pad: int, low: int = 2) -> torch.Tensor:
+    """(n, S) right-padded source ids ending in ``</s>`` (0), of several lengths."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, longest + 1, (n,), generator=g)
+    lengths[0] = longest
+    src = torch.full((n, longest), pad, dtype=torch.long)
+    for row, length in enumerate(lengths.tolist()):
+        src[row, : length - 1] = torch.randint(low, vocab - 1, (length - 1,), generator=g)
+        src[row, length - 1] = 0
+    return src
+
+
+def _theirs(model: Any, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    mask = src.ne(model.config.pad_token_id).long()
+    with torch.no_grad():
+        out: torch.Tensor = model(input_ids=src, attention_mask=mask, decoder_input_ids=tgt).logits
+    return out
+
+
+def _ours(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, **kw: Any) -> torch.Tensor:
+    with torch.no_grad():
+        return model(src, tgt, **kw).logits
+
+
+def _decoder_input(vocab: int, n: int, length: int, start: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    tgt = torch.randint(1, vocab - 1, (n, length), generator=g)
+    tgt[:, 0] = start  # Marian's decoder reads <pad> first
+    return tgt
+
+
+def _assert_logits_equal(hf: Any, ours: Transformer, seed: int = 3) -> float:
+    """Teacher-forced logits of a padded batch, ours (fused, reference kernel with the
+    weights, and the inference model) against transformers'; returns the largest gap."""
+    v, pad = hf.config.vocab_size, hf.config.pad_token_id
+    src = _sources(v, 4, 9, seed, pad)
+    tgt = _decoder_input(hf.config.decoder_vocab_size or v, 4, 7, pad, seed)
+    theirs = _theirs(hf, src, tgt)
+    assert theirs.abs().max() > 1.0  # logits of some size, not all near zero
+    gaps = []
+    for model, kw in ((ours, {}), (ours, {"need_weights": True}), (for_inference(ours), {})):
+        gaps.append(float((_ours(model, src, tgt, **kw) - theirs).abs().max()))
+    assert max(gaps) < TOL, gaps
+    return max(gaps)
+
+
+def test_config_speaks_marian(tmp_path: Path) -> None:
+    cfg = marian.load_marian(_save(_marian(), tmp_path / "m")).config
+    assert (cfg.activation, cfg.sinusoid_layout, cfg.scale_embeddings) == ("swish", "halves", True)
+    assert cfg.share_src_tgt_embeddings and cfg.tie_embeddings and cfg.output_bias
+    assert (cfg.pad_id, cfg.eos_id, cfg.unk_id, cfg.start_id) == (99, 0, 1, 99)
+    assert (cfg.n_heads, cfg.d_head, cfg.d_ff, cfg.max_len) == (4, 8, 64, 64)
+
+
+@pytest.mark.parametrize("activation", ["swish", "gelu", "relu"])
+def test_logits_equal_transformers(tmp_path: Path, activation: str) -> None:
+    hf = _marian(activation_function=activation)
+    _assert_logits_equal(hf, marian.load_marian(_save(hf, tmp_path / "m")))
+
+
+@pytest.mark.parametrize("d_model", [32, 33])
+def test_the_sinusoids_are_marians(d_model: int) -> None:
+    """``sinusoid_layout="halves"`` is transformers' table (odd widths too), and a
+    permutation of the paper's interleaved one."""
+    from attenzione.model.positional import sinusoidal_table
+
+    theirs = transformers.models.marian.modeling_marian.MarianSinusoidalPositionalEmbedding(
+        50, d_model
+    ).create_weight()
+    halves, paper = sinusoidal_table(50, d_model, "halves"), sinusoidal_table(50, d_model)
+    assert torch.equal(halves, theirs)
+    order = [*range(0, d_model, 2), *range(1, d_model, 2)]  # sines first, then cosines
+    assert torch.allclose(paper[:, order], halves, atol=1e-6)
+
+
+def test_int8_keeps_the_output_bias(tmp_path: Path) -> None:
+    """The int8 copy of a tied output layer keeps Marian's final logits bias."""
+    hf = _marian(seed=9)
+    ours = marian.load_marian(_save(hf, tmp_path / "m"))
+    q = for_inference(ours, "int8")
+    assert torch.equal(q.generator.bias(), ours.generator.bias)
+
+
+def test_logits_equal_at_opus_mt_shape(tmp_path: Path) -> None:
+    """OPUS-MT's shape (d_model 512, 6+6 layers, 8 heads, d_ff 2048, swish), random weights."""
+    hf = _marian(1000, d_model=512, layers=6, heads=8, d_ff=2048, max_position_embeddings=512)
+    _assert_logits_equal(hf, marian.load_marian(_save(hf, tmp_path / "m")))
+
+
+def test_cached_decoding_equals_transformers(tmp_path: Path) -> None:
+    """Step by step on our K/V cache, from the start token on: transformers' logits."""
+    hf = _marian(seed=4)
+    ours = marian.load_marian(_save(hf, tmp_path / "m"))
+    src = _sources(100, 3, 8, 5, 99)
+    tgt = _decoder_input(100, 3, 6, 99, 5)
+    theirs = _theirs(hf, src, tgt)
+    with torch.no_grad():
+        enc = ours.encode(src)
+        cache = ours.init_cache(enc.memory, enc.memory_mask)
+        steps = [ours.decode(tgt[:, t : t + 1], cache=cache).logits for t in range(tgt.shape[1])]
+    assert float((torch.cat(steps, dim=1) - theirs).abs().max()) < TOL
+
+
+def test_separate_vocabularies_and_an_untied_output_layer(tmp_path: Path) -> None:
+    """Separate source and target tables (and sizes) and an output matrix of its own."""
+    hf = _marian(
+        120, share_encoder_decoder_embeddings=False, decoder_vocab_size=90, pad_token_id=89,
+        decoder_start_token_id=89, tie_word_embeddings=False, scale_embedding=False,
+    )  # fmt: skip
+    ours = marian.load_marian(_save(hf, tmp_path / "m"))
+    cfg = ours.config
+    assert (cfg.src_vocab_size, cfg.tgt_vocab_size) == (120, 90)
+    assert not (cfg.share_src_tgt_embeddings or cfg.tie_embeddings or cfg.scale_embeddings)
+    src = _sources(89, 3, 8, 6, 89)  # ids the target's padding does not collide with
+    tgt = _decoder_input(90, 3, 5, 89, 6)
+    assert float((_ours(ours, src, tgt) - _theirs(hf, src, tgt)).abs().max()) < TOL
+
+
+def test_pickled_weights_read_without_running_code(tmp_path: Path) -> None:
+    """``pytorch_model.bin`` (older checkpoints, which store every tied copy and the position
+    tables) loads through ``weights_only=True`` into the same model as safetensors."""
+    hf = _marian(seed=7)
+    from_safetensors = marian.load_marian(_save(hf, tmp_path / "st"))
+    d = tmp_path / "bin"
+    hf.config.save_pretrained(str(d))
+    state = {k: v.clone() for k, v in hf.state_dict().items()}  # tied copies and positions
+    assert "model.encoder.embed_positions.weight" in state and "lm_head.weight" in state
+    torch.save(state, d / "pytorch_model.bin")
+    from_pickle = marian.load_marian(d)
+    assert from_pickle.config == from_safetensors.config
+    for name, t in from_safetensors.state_dict().items():
+        assert torch.equal(t, from_pickle.state_dict()[name]), name
+
+
+def test_a_stored_position_table_becomes_learned_positions(tmp_path: Path) -> None:
+    """A checkpoint whose position tables are not Marian's sinusoids (transformers then reads
+    the stored ones) keeps them, as one learned table."""
+    hf = _marian(seed=8)
+    table = torch.randn(64, 32)
+    with torch.no_grad():
+        hf.model.encoder.embed_positions.weight.copy_(table)
+        hf.model.decoder.embed_positions.weight.copy_(table)
+    d = tmp_path / "m"
+    hf.config.save_pretrained(str(d))
+    torch.save({k: v.clone() for k, v in hf.state_dict().items()}, d / "pytorch_model.bin")
+    ours = marian.load_marian(d)
+    assert ours.config.positions == "learned"
+    _assert_logits_equal(hf, ours)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"model_type": "bart"}, "only Marian models"),
+        ({"decoder_attention_heads": 2}, "decoder_attention_heads 2 differ"),
+        ({"activation_function": "gelu_new"}, "activation_function 'gelu_new'"),
+    ],
+)
+def test_what_the_model_cannot_express_is_refused_in_one_line(
+    tmp_path: Path, change: dict[str, Any], says: str
+) -> None:
+    d = _save(_marian(spread=False), tmp_path / "m")
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ValueError, match=says) as caught:
+        marian.load_marian(d)
+    assert "\n" not in str(caught.value)
+
+
+def test_weights_it_would_leave_unused_are_refused(tmp_path: Path) -> None:
+    hf = _marian(spread=False)
+    d = tmp_path / "m"
+    hf.config.save_pretrained(str(d))
+    state = dict(hf.state_dict())
+    state["model.encoder.layernorm_embedding.weight"] = torch.ones(32)  # mBART's, not Marian's
+    torch.save(state, d / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="does not use: encoder.layernorm_embedding.weight"):
+        marian.load_marian(d)
+    (d / "pytorch_model.bin").unlink()
+    with pytest.raises(FileNotFoundError, match="holds no weights"):
+        marian.load_marian(d)
+
+
+# ---------------------------------------------------------------------------- outputs
+def _trained(steps: int = 120) -> Any:
+    """A small Marian model trained here for ``steps`` to write its source reversed and
+    renamed: far from perfect, but its translations end on their own, at different lengths."""
+    model = _marian(spread=False, seed=11)
+    model.train()
+    g = torch.Generator().manual_seed(12)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(steps):
+        lengths = torch.randint(2, 10, (32,), generator=g)
+        src = torch.full((32, 10), 99)
+        labels = torch.full((32, 10), -100)
+        for row, n in enumerate(lengths.tolist()):
+            words = torch.randint(2, 40, (n,), generator=g)
+            src[row, : n + 1] = torch.cat([words, torch.tensor([0])])
+            labels[row, : n + 1] = torch.cat([(words.flip(0) * 3) % 97 + 2, torch.tensor([0])])
+        loss = model(input_ids=src, attention_mask=src.ne(99).long(), labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Transformer]:
+    hf = _trained()
+    return hf, marian.load_marian(_save(hf, tmp_path_factory.mktemp("trained")))
+
+
+def _starting_from_start_id(model: Transformer) -> Any:
+    """``model`` as :func:`generate` sees it, started from the config's ``start_id`` (Marian's
+    ``<pad>``) whatever the search reads: ``bos_id`` until search/decoding.py reads
+    ``start_id`` (issue 51), then the same thing."""
+    c = model.config
+    config = types.SimpleNamespace(
+        pad_id=c.pad_id, bos_id=c.start_id, start_id=c.start_id, eos_id=c.eos_id,
+        max_len=c.max_len, tgt_vocab_size=c.tgt_vocab_size, n_dec_layers=c.n_dec_layers,
+    )  # fmt: skip
+    return types.SimpleNamespace(
+        config=config, encode=model.encode, init_cache=model.init_cache, decode=model.decode
+    )
+
+
+CAP = 30  # new tokens at most; every output here ends before it
+
+
+def _generate(
+    hf: Any, src: torch.Tensor, beam: int, length_penalty: float = 1.0
+) -> list[list[int]]:
+    """transformers' outputs, the start token and the padding left out."""
+    out = hf.generate(
+        input_ids=src, attention_mask=src.ne(99).long(), num_beams=beam, do_sample=False,
+        max_new_tokens=CAP, length_penalty=length_penalty,
+        **({"early_stopping": True} if beam > 1 else {}),
+    )  # fmt: skip
+    return [[t for t in row[1:] if t != 99] for row in out.tolist()]
+
+
+@pytest.mark.parametrize(("beam", "length_penalty"), [(1, 1.0), (4, 1.0), (4, 0.6), (4, 0.0)])
+def test_greedy_and_beam_outputs_equal_generate(
+    trained: tuple[Any, Transformer], beam: int, length_penalty: float
+) -> None:
+    """Our search on the imported model writes what ``generate`` writes, sentence for
+    sentence. Both rank a finished beam by total log-prob / (tokens written, ``</s>``
+    included)^length_penalty and stop once ``beam`` have finished (``early_stopping=True``)."""
+    hf, ours = trained
+    src = _sources(40, 24, 10, 13, 99)
+    theirs = _generate(hf, src, beam, length_penalty)
+    assert all(row[-1] == 0 and len(row) < CAP for row in theirs)  # each ended on its own
+    assert len({len(row) for row in theirs}) > 3  # at several lengths
+    if beam > 1:  # a search that finds other translations than greedy decoding's
+        assert sum(a != b for a, b in zip(theirs, _generate(hf, src, 1), strict=True)) > 5
+    method = "greedy" if beam == 1 else "beam"
+    cfg = DecodeConfig(
+        method=method, beam_size=beam, length_penalty=length_penalty, max_len_a=0.0,
+        max_len_b=CAP,
+    )  # fmt: skip
+    for model in (ours, for_inference(ours)):  # the plain and the inference decoding
+        hyps = generate(_starting_from_start_id(model), src, cfg)
+        assert [h[0].tokens + [0] for h in hyps] == theirs
+
+
+# ---------------------------------------------------------------------------- the command
+SENTENCES = ["the cat is red.", "il gatto", "a big dog has a small house", "red"]
+
+
+def _spm(texts: list[str], size: int) -> bytes:
+    import io
+
+    import sentencepiece as spm
+
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_writer=buffer, vocab_size=size,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2,
+    )  # fmt: skip
+    return buffer.getvalue()
+
+
+def _opus_mt_dir(directory: Path, hf: Any) -> Path:
+    """``hf`` (100 ids, ``<pad>`` 99) saved as Helsinki-NLP's directories are: the model, two
+    SentencePiece models trained here, the joint ``vocab.json`` (``</s>`` 0, ``<unk>`` 1, the
+    pieces of both, fillers, ``<pad>`` 99) and a model card with its licence."""
+    import sentencepiece as spm
+
+    _save(hf, directory)
+    words = ["the", "cat", "dog", "house", "red", "big", "small", "is", "has", "a", "il", "gatto",
+             "cane", "casa", "rosso", "grande"]  # fmt: skip
+    texts = [" ".join(words[i : i + 4]) + "." for i in range(len(words))] * 5
+    vocab = {"</s>": 0, "<unk>": 1}
+    for side in ("source", "target"):
+        proto = _spm(texts, 40)
+        (directory / f"{side}.spm").write_bytes(proto)
+        sp = spm.SentencePieceProcessor(model_proto=proto)
+        for i in range(sp.get_piece_size()):
+            if not sp.is_control(i) and not sp.is_unknown(i):
+                vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    vocab.update({f"<fill{i}>": i for i in range(len(vocab), 99)} | {"<pad>": 99})
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), "utf-8")
+    config = {"source_lang": "en", "target_lang": "it", "separate_vocabs": False}
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), "utf-8")
+    (directory / "README.md").write_text("---\nlanguage: [en, it]\nlicense: cc-by-4.0\n---\n")
+    return directory
+
+
+def _hf_tokenizer(directory: Path) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses."
+        return transformers.MarianTokenizer.from_pretrained(str(directory))
+
+
+@pytest.fixture(scope="module")
+def imported(
+    tmp_path_factory: pytest.TempPathFactory, trained: tuple[Any, Transformer]
+) -> tuple[Any, Path, Path]:
+    """(transformers' model, its Hugging Face directory, what ``attenzione import`` made)."""
+    pytest.importorskip("sentencepiece")
+    pytest.importorskip("attenzione.data.marian_tokenizer")
+    from typer.testing import CliRunner
+
+    from attenzione.cli import app
+
+    root = tmp_path_factory.mktemp("import")
+    hf_dir = _opus_mt_dir(root / "opus-mt-en-it", trained[0])
+    out = root / "en-it"
+    res = CliRunner().invoke(app, ["import", str(hf_dir), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"imported {hf_dir.resolve()} (en→it" in res.output
+    return trained[0], hf_dir, out
+
+
+def test_import_writes_a_model_directory(imported: tuple[Any, Path, Path]) -> None:
+    from attenzione.translator import model_dir
+
+    hf, hf_dir, out = imported
+    info = json.loads((out / "info.json").read_text())
+    assert (info["source_language"], info["target_language"]) == ("en", "it")
+    assert info["origin"]["imported_from"] == str(hf_dir.resolve())
+    assert info["licence"] == "cc-by-4.0"
+    assert info["pipeline"]["steps"] == []  # the model alone: no English/Italian step
+    assert set(info["pipeline"]["terms"].values()) == {0.0}  # ranked as transformers ranks
+    model = model_dir.load_model(out)  # an ordinary model directory, read the ordinary way
+    src_tok, _ = model_dir.load_tokenizers(out, model.config)
+    tok = _hf_tokenizer(hf_dir)
+    ids = [src_tok.encode(s) + [src_tok.eos_id] for s in SENTENCES]
+    assert ids == [tok(s)["input_ids"] for s in SENTENCES]
+    width = max(map(len, ids))
+    src = torch.tensor([row + [99] * (width - len(row)) for row in ids])
+    tgt = _decoder_input(100, len(ids), 5, 99, 14)
+    assert float((_ours(model, src, tgt) - _theirs(hf, src, tgt)).abs().max()) < TOL
+
+
+def test_translate_writes_what_transformers_writes(imported: tuple[Any, Path, Path]) -> None:
+    """``attenzione translate --model IMPORTED --raw --beam 1``: transformers' greedy text."""
+    import inspect
+
+    from typer.testing import CliRunner
+
+    from attenzione.cli import app
+    from attenzione.search import decoding
+
+    if "start_id" not in inspect.getsource(decoding.generate):
+        pytest.skip("search/decoding.py starts decoding from bos_id, not start_id (issue 51)")
+    hf, hf_dir, out = imported
+    tok = _hf_tokenizer(hf_dir)
+    batch = tok(SENTENCES, return_tensors="pt", padding=True)
+    ids = hf.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=CAP)
+    theirs = tok.batch_decode(ids, skip_special_tokens=True)
+    res = CliRunner().invoke(app, ["translate", "--model", str(out), "--raw", "--beam", "1",
+                                   *SENTENCES])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == theirs
+
+
+def test_a_hub_id_offline_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from attenzione.cli import app
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    try:  # read at import, and transformers imported huggingface_hub already
+        from huggingface_hub import constants
+
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    except ImportError:  # then the answer is that huggingface_hub is needed: one line too
+        pass
+    res = CliRunner().invoke(app, ["import", "Helsinki-NLP/opus-mt-xx-yy", "--out",
+                                   str(tmp_path / "out")])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Helsinki-NLP/opus-mt-xx-yy" in errors[0], res.output
+    assert "Traceback" not in res.output and not (tmp_path / "out").exists()

@@ -334,7 +334,7 @@ def test_terms_none_ranks_by_the_models_length_normalised_log_prob(
                 assert x.log_prob == pytest.approx(same.log_prob)
                 assert x.score <= same.score + 1e-6
     # weights are checked, and each term can be switched off by name
-    assert Terms.none() == Terms(0.0, 0.0, 0.0, 0.0)
+    assert Terms.none() == Terms(0.0, 0.0, 0.0, 0.0, 0.0)
     off = Terms().without(["number-coverage", "word-check"])
     assert off.number_coverage == 0 and off.word_check == 0
     assert off.punctuation_coverage == Terms().punctuation_coverage > 0

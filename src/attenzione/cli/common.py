@@ -145,7 +145,13 @@ STEP_NAMES = (
     "normalize", "carry", "capitals", "title-case", "split", "continuation", "number-format",
     "numbers", "inline-tags", "names",
 )  # fmt: skip
-TERM_NAMES = ("number-coverage", "punctuation-coverage", "attention-coverage", "word-check")
+TERM_NAMES = (
+    "number-coverage",
+    "punctuation-coverage",
+    "attention-coverage",
+    "word-check",
+    "doubled-marks",
+)
 
 
 def check_steps(no_step: list[str] | None, raw: bool) -> list[str]:

@@ -27,65 +27,14 @@ from attenzione.model.fast.precision import for_inference  # noqa: E402
 from attenzione.model.transformer import Transformer  # noqa: E402
 from attenzione.search.decoding import generate  # noqa: E402
 from attenzione.translator import marian  # noqa: E402
+from marian_helpers import hf_tokenizer as _hf_tokenizer  # noqa: E402
+from marian_helpers import import_with_cli  # noqa: E402
+from marian_helpers import marian_model as _marian  # noqa: E402
+from marian_helpers import opus_mt_dir as _opus_mt_dir  # noqa: E402
+from marian_helpers import save as _save  # noqa: E402
+from marian_helpers import trained_marian as _trained  # noqa: E402
 
 TOL = 1e-4  # the issue's bound on |logit difference|
-
-
-def _marian(
-    vocab: int = 100,
-    *,
-    d_model: int = 32,
-    layers: int = 2,
-    heads: int = 4,
-    d_ff: int = 64,
-    seed: int = 0,
-    spread: bool = True,
-    **options: Any,
-) -> Any:
-    """A MarianMTModel of OPUS-MT's conventions (``<pad>`` last and the decoder's start,
-    ``</s>`` 0, swish, scaled embeddings, one matrix for everything); ``spread``: weights
-    drawn wide enough that logits differ by units (transformers' own init gives ~0.1), and a
-    final logits bias that is not zero."""
-    torch.manual_seed(seed)
-    settings: dict[str, Any] = dict(
-        vocab_size=vocab,
-        decoder_vocab_size=vocab,
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=heads,
-        decoder_attention_heads=heads,
-        encoder_ffn_dim=d_ff,
-        decoder_ffn_dim=d_ff,
-        activation_function="swish",
-        scale_embedding=True,
-        pad_token_id=vocab - 1,
-        eos_token_id=0,
-        decoder_start_token_id=vocab - 1,
-        forced_eos_token_id=0,
-        max_position_embeddings=64,
-        dropout=0.0,
-    )
-    model = transformers.MarianMTModel(transformers.MarianConfig(**{**settings, **options}))
-    if spread:
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "embed_positions" in name:  # Marian's sinusoids: computed, never saved
-                    continue
-                if "layer_norm" in name:
-                    p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
-                elif p.dim() == 2:  # embeddings and projections
-                    p.normal_(0.0, p.shape[1] ** -0.5)
-                else:
-                    p.normal_(0.0, 0.1)
-            model.final_logits_bias.normal_(0.0, 1.0)
-    return model.eval()
-
-
-def _save(model: Any, directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(directory))
-    return directory
 
 
 def _sources(vocab: int, n: int, longest: int, seed: int, pad: int, low: int = 2) -> torch.Tensor:
@@ -272,28 +221,6 @@ def test_weights_it_would_leave_unused_are_refused(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- outputs
-def _trained(steps: int = 120) -> Any:
-    """A small Marian model trained here for ``steps`` to write its source reversed and
-    renamed: far from perfect, but its translations end on their own, at different lengths."""
-    model = _marian(spread=False, seed=11)
-    model.train()
-    g = torch.Generator().manual_seed(12)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(steps):
-        lengths = torch.randint(2, 10, (32,), generator=g)
-        src = torch.full((32, 10), 99)
-        labels = torch.full((32, 10), -100)
-        for row, n in enumerate(lengths.tolist()):
-            words = torch.randint(2, 40, (n,), generator=g)
-            src[row, : n + 1] = torch.cat([words, torch.tensor([0])])
-            labels[row, : n + 1] = torch.cat([(words.flip(0) * 3) % 97 + 2, torch.tensor([0])])
-        loss = model(input_ids=src, attention_mask=src.ne(99).long(), labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return model.eval()
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Transformer]:
     hf = _trained()
@@ -357,53 +284,6 @@ def test_greedy_and_beam_outputs_equal_generate(
 SENTENCES = ["the cat is red.", "il gatto", "a big dog has a small house", "red"]
 
 
-def _spm(texts: list[str], size: int) -> bytes:
-    import io
-
-    import sentencepiece as spm
-
-    buffer = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=buffer, vocab_size=size,
-        hard_vocab_limit=False, num_threads=1, minloglevel=2,
-    )  # fmt: skip
-    return buffer.getvalue()
-
-
-def _opus_mt_dir(directory: Path, hf: Any) -> Path:
-    """``hf`` (100 ids, ``<pad>`` 99) saved as Helsinki-NLP's directories are: the model, two
-    SentencePiece models trained here, the joint ``vocab.json`` (``</s>`` 0, ``<unk>`` 1, the
-    pieces of both, fillers, ``<pad>`` 99) and a model card with its licence."""
-    import sentencepiece as spm
-
-    _save(hf, directory)
-    words = ["the", "cat", "dog", "house", "red", "big", "small", "is", "has", "a", "il", "gatto",
-             "cane", "casa", "rosso", "grande"]  # fmt: skip
-    texts = [" ".join(words[i : i + 4]) + "." for i in range(len(words))] * 5
-    vocab = {"</s>": 0, "<unk>": 1}
-    for side in ("source", "target"):
-        proto = _spm(texts, 40)
-        (directory / f"{side}.spm").write_bytes(proto)
-        sp = spm.SentencePieceProcessor(model_proto=proto)
-        for i in range(sp.get_piece_size()):
-            if not sp.is_control(i) and not sp.is_unknown(i):
-                vocab.setdefault(sp.id_to_piece(i), len(vocab))
-    vocab.update({f"<fill{i}>": i for i in range(len(vocab), 99)} | {"<pad>": 99})
-    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), "utf-8")
-    config = {"source_lang": "en", "target_lang": "it", "separate_vocabs": False}
-    (directory / "tokenizer_config.json").write_text(json.dumps(config), "utf-8")
-    (directory / "README.md").write_text("---\nlanguage: [en, it]\nlicense: cc-by-4.0\n---\n")
-    return directory
-
-
-def _hf_tokenizer(directory: Path) -> Any:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses."
-        return transformers.MarianTokenizer.from_pretrained(str(directory))
-
-
 @pytest.fixture(scope="module")
 def imported(
     tmp_path_factory: pytest.TempPathFactory, trained: tuple[Any, Transformer]
@@ -411,16 +291,10 @@ def imported(
     """(transformers' model, its Hugging Face directory, what ``attenzione import`` made)."""
     pytest.importorskip("sentencepiece")
     pytest.importorskip("attenzione.data.marian_tokenizer")
-    from typer.testing import CliRunner
-
-    from attenzione.cli import app
-
     root = tmp_path_factory.mktemp("import")
     hf_dir = _opus_mt_dir(root / "opus-mt-en-it", trained[0])
     out = root / "en-it"
-    res = CliRunner().invoke(app, ["import", str(hf_dir), "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    assert f"imported {hf_dir.resolve()} (en→it" in res.output
+    assert f"imported {hf_dir.resolve()} (en→it" in import_with_cli(hf_dir, out)
     return trained[0], hf_dir, out
 
 
@@ -432,7 +306,9 @@ def test_import_writes_a_model_directory(imported: tuple[Any, Path, Path]) -> No
     assert (info["source_language"], info["target_language"]) == ("en", "it")
     assert info["origin"]["imported_from"] == str(hf_dir.resolve())
     assert info["licence"] == "cc-by-4.0"
-    assert info["pipeline"]["steps"] == []  # the model alone: no English/Italian step
+    # the steps that know no language only: no English/Italian step, no ranking term
+    assert info["pipeline"]["steps"] == ["carry", "split", "inline-tags"]
+    assert not any(info["pipeline"]["terms"].values())
     assert set(info["pipeline"]["terms"].values()) == {0.0}  # ranked as transformers ranks
     model = model_dir.load_model(out)  # an ordinary model directory, read the ordinary way
     src_tok, _ = model_dir.load_tokenizers(out, model.config)

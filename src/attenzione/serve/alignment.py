@@ -34,8 +34,13 @@ def _words(tokens: list[str]) -> list[list[int]]:
     for i, tok in enumerate(tokens):
         if tok.startswith("<") and tok.endswith(">"):
             continue
-        punct = not any(ch.isalnum() for ch in tok)  # "." or "," is a word of its own
-        if not words or not subword or tok.startswith(WORD_START) or punct or prev_punct:
+        # "." or "," is a word of its own; a bare "▁" (SentencePiece writes one before a piece
+        # its vocabulary has only inside words: a digit, a rare letter) starts the word
+        punct = tok != WORD_START and not any(ch.isalnum() for ch in tok)
+        after_bare = bool(words) and [tokens[j] for j in words[-1]] == [WORD_START]
+        if after_bare:
+            words[-1].append(i)
+        elif not words or not subword or tok.startswith(WORD_START) or punct or prev_punct:
             words.append([i])
         else:
             words[-1].append(i)

@@ -26,6 +26,12 @@ For ``source: "auto"`` (:meth:`Languages.detect_source`) a choice must be made, 
 3. otherwise what the server's traffic mostly is: the most likely of the languages that
    translate into the target.
 
+A model may translate from a language the identifier does not know (an imported OPUS-MT
+model of one of the hundreds of pairs it has; a code of one's own): the identifier cannot
+say a text is not in it, so where such a language translates into the target, a sure answer
+of another language that does not is not a refusal — the text is read as that language,
+with the identifier's confidence in it (0).
+
 The confidence reported is always the identifier's probability (×100), never inflated.
 """
 
@@ -167,8 +173,11 @@ class Languages:
                 p >= SAME_FLOOR and p >= SAME_RATIO * best_source
             ):
                 return {"confidence": round(100.0 * p, 2), "language": target}
-        if top_p >= SURE:
+        unknown = [s for s in prefer if s not in prob]  # languages the identifier lacks
+        if top_p >= SURE and (top in prefer or not unknown):
             return {"confidence": round(100.0 * top_p, 2), "language": top}
+        if top_p >= SURE:  # sure of a language that does not translate into the target
+            return {"confidence": 0.0, "language": unknown[0]}
         # unsure: the likeliest of the sources into the target (the first on a tie)
         lang = max(prefer, key=lambda s: (prob.get(s, 0.0), -prefer.index(s)))
         return {"confidence": round(100.0 * prob.get(lang, 0.0), 2), "language": lang}

@@ -36,7 +36,7 @@ _PAGE = """<!DOCTYPE html>
 </head>
 <body>
 <header class="top">
-  <h1>attenzione</h1><span id="lang-pair"></span>
+  <h1>attenzione</h1><span id="lang-pair">{source_name} → {target_name}</span>
   <button type="button" id="swap" hidden title="Translate the other way"
     aria-label="Swap languages">⇄</button>
   <nav><a href="docs">API docs</a><a href="spec">OpenAPI</a></nav>
@@ -45,11 +45,11 @@ _PAGE = """<!DOCTYPE html>
   autocomplete="off"></div>
 <main id="text-translation">
 <div class="io">
-  <div><label for="input" id="source-name">English</label>
-  <textarea id="input" placeholder="Type or paste English…" autofocus{maxlength}
+  <div><label for="input" id="source-name">{source_name}</label>
+  <textarea id="input" placeholder="Type or paste {source_name}…" autofocus{maxlength}
     aria-describedby="counter">{initial}</textarea>
   <div class="under"><span id="counter"></span></div></div>
-  <div><label for="output" id="target-name">Italian</label><div id="output" aria-live="polite"
+  <div><label for="output" id="target-name">{target_name}</label><div id="output" aria-live="polite"
     aria-busy="false"></div>
   <div class="under"><span id="busy" role="status"></span><span id="meta-conf"></span></div>
   </div>
@@ -67,8 +67,8 @@ _PAGE = """<!DOCTYPE html>
 <div class="tokens" id="src-tokens" aria-label="source tokens"></div>
 <p class="sentence"><b id="translation-label">Translation</b><span id="translation"></span></p>
 <div class="tokens" id="tgt-tokens" aria-label="target tokens"></div>
-<p class="hint">Hover a token of the <span class="target-lang">Italian</span> translation to
-light up the <span class="source-lang">English</span> tokens it attended to.
+<p class="hint">Hover a token of the <span class="target-lang">{target_name}</span> translation
+to light up the <span class="source-lang">{source_name}</span> tokens it attended to.
 Word alignment: <span id="alignment"></span></p>
 <div class="controls">
   <span><label>kind</label><span class="seg" id="kinds"></span></span>
@@ -145,8 +145,14 @@ def _safe_json(obj: Any) -> str:
 
 def page_html(settings: dict[str, Any], initial: str = "") -> str:
     """The live page; ``settings`` is what ``/frontend/settings`` answers (its ``charLimit``,
-    -1 for none, is the text box's ``maxlength``)."""
+    -1 for none, is the text box's ``maxlength``; its ``language``, the first direction, names
+    the boxes before the script runs: the pair of any model, not only English → Italian)."""
     limit = int(settings.get("charLimit", -1))
+    language = settings.get("language") or {}
+    names = {
+        f"{side}_name": html.escape(str((language.get(side) or {}).get("name", default)))
+        for side, default in (("source", "English"), ("target", "Italian"))
+    }
     return _PAGE.format(
         viewer_css=_asset("attenzione.viz", "viewer.css"),
         page_css=_asset("attenzione.serve", "page.css"),
@@ -155,6 +161,7 @@ def page_html(settings: dict[str, Any], initial: str = "") -> str:
         settings=_safe_json(settings),
         initial=html.escape(initial),
         maxlength=f' maxlength="{limit}"' if limit > 0 else "",
+        **names,
     )
 
 

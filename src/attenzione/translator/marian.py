@@ -2,9 +2,8 @@
 
 Helsinki-NLP publishes over a thousand OPUS-MT models as transformers' ``MarianMTModel``: the
 paper's encoder–decoder Transformer, trained with Marian. This module reads such a directory
-into a :class:`ModelConfig` and our state dict, so that our Transformer computes what
-transformers computes, to float rounding (tests/test_marian_import.py holds the logits within
-1e-4 and the greedy and beam outputs identical), without transformers.
+into a :class:`ModelConfig` and our state dict: our Transformer computes what transformers
+does, to float rounding (logits within 1e-4, the same greedy and beam outputs), without it.
 
 What differs between the two and how it is carried over, one convention at a time:
 
@@ -60,6 +59,7 @@ MARIAN_DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 # transformers' activation names → ours (ACT2FN: "swish" and "silu" are both SiLU)
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
+GENERIC = ["carry", "split", "inline-tags"]  # the text steps an import gets: any language
 # Per layer: Marian's names → ours (the attention projections are stacked apart)
 ENCODER_NORMS = {"self_attn_layer_norm": "res_attn.norm", "final_layer_norm": "res_ffn.norm"}
 DECODER_NORMS = {
@@ -384,9 +384,9 @@ def licence(directory: str | Path) -> str:
 def import_info(
     model: Transformer, origin: str, pair: tuple[str, str], licence: str
 ) -> dict[str, Any]:
-    """The ``info.json`` of an imported model: where it came from, its pair and licence, and
-    the model alone — no text step (those are written for English and Italian) and no ranking
-    term, so beam search ranks as transformers' does (length-normalised log-prob)."""
+    """The ``info.json`` of an imported model: its origin, pair and licence; only the text steps
+    that know no language (markup, addresses, long lines) and no ranking term, so beam search
+    ranks as transformers' does (length-normalised log-prob)."""
     return {
         "source_language": pair[0],
         "target_language": pair[1],
@@ -396,5 +396,5 @@ def import_info(
         "parameters": model.num_parameters(),
         "max_src_tokens": model.config.max_len - 1,
         "number_format": "keep",
-        "pipeline": {"steps": [], "terms": {name: 0.0 for name in RANKING_TERMS}},
+        "pipeline": {"steps": GENERIC, "terms": dict.fromkeys(RANKING_TERMS, 0.0)},
     }

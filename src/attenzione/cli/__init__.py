@@ -26,6 +26,7 @@ from attenzione.cli import (
     evaluate,
     export,
     imports,
+    info,
     models,
     serve,
     train,
@@ -47,6 +48,7 @@ app.command("average")(average.average)
 app.command("attention")(attention.attention)
 app.command("serve")(serve.serve)
 app.command("models")(models.models)
+app.command("info")(info.info)
 app.command("export")(export.export)
 app.command("import")(imports.import_model)
 app.add_typer(embeddings.app, name="embeddings")

@@ -4,7 +4,7 @@
 Kept apart from the loop (:mod:`attenzione.training.trainer`) because none of it changes what
 the run learns: these are facts about the run, gathered from its config, data, model and
 progress whenever a checkpoint is written. ``info.json`` is for people and for the commands
-that read a model directory back (its languages, tags and number format;
+that read a model directory back (its languages, pipeline, tags and number format;
 :mod:`attenzione.translator.registry`); the trainer hands it to
 :func:`attenzione.translator.model_dir.write_model_dir`, which writes it inside the
 checkpoint's atomic swap.
@@ -20,6 +20,7 @@ from typing import Any
 from attenzione import atomic
 from attenzione.config import TrainConfig
 from attenzione.model.transformer import Transformer
+from attenzione.pipeline.pairs import default_pipeline
 from attenzione.training.data_prep import PreparedData
 from attenzione.training.run_state import Progress
 
@@ -54,6 +55,8 @@ def run_info(
         "number_format": data.number_format,
         "source_language": cfg.src_lang,
         "target_language": cfg.tgt_lang,
+        # the text steps and ranking terms the model applies: its pair's (pipeline.pairs)
+        "pipeline": default_pipeline(cfg.src_lang, cfg.tgt_lang),
         "data": str(cfg.data),
         "corpora": [first_corpus(cfg), *cfg.extra_data],
         # corpus tags the model reads (attenzione.data.mixing); translation uses none

@@ -14,7 +14,7 @@ One call does the work, :meth:`Translator.translate`::
 What it does besides the model is explicit and switchable: ``steps`` picks the text steps
 (:class:`attenzione.pipeline.Pipeline`; ``()`` for the model alone) and ``terms`` the weights
 of beam search's ranking terms (:class:`attenzione.search.scoring.Terms`). A model directory's
-``info.json`` records the pipeline it was measured with, which is the default.
+``info.json`` records the default pipeline (none: its pair's, attenzione.pipeline.pairs).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from attenzione.data.numbers import NUMBER_FORMATS
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Context, Pipeline
+from attenzione.pipeline.pairs import pipeline_of
 from attenzione.search.decoding import Hypothesis
 from attenzione.search.scoring import TERM_NAMES, Scoring, Terms
 from attenzione.search.shortlist import Shortlist
@@ -100,9 +101,9 @@ class Translator:
         self.words = WordLists(
             sorted_words(known_words), sorted_words(translated_words), number_format
         )
-        # the pipeline and ranking terms the model was measured with (info.json), by default
-        recorded = self.info.get("pipeline") or {}
+        # the pipeline and ranking terms info.json records, else its pair's (pipeline.pairs)
         try:
+            recorded = pipeline_of(self.info)
             self.pipeline = Pipeline.build(recorded.get("steps"))
             weights = {TERM_NAMES[k]: v for k, v in (recorded.get("terms") or {}).items()}
             self.terms = Terms(**weights)

@@ -98,6 +98,25 @@ def test_placeholders_that_agree_are_kept_in_any_order() -> None:
     assert placeholders("50% of the 100% done") == Counter()  # a percentage is not %o
 
 
+def test_character_entities_are_escaped_text_not_placeholders() -> None:
+    # Multi30k's Moses-tokenized English escapes the apostrophe its German does not need
+    multi30k = ("a man &apos;s hand on a &quot; sign &quot; .", "die hand eines mannes .")
+    escaped = ("tom &amp; jerry &lt;3 &#39;", "tom und jerry")
+    kept, report = clean_corpus([multi30k, escaped], _config(src_lang="en", tgt_lang="de"))
+    assert kept == [multi30k, escaped]
+    assert report.removed["placeholders"] == 0
+    assert placeholders("a man &apos;s &amp; &#39; &#x27;") == Counter()
+    # a real placeholder mismatch still goes, entities or not
+    dropped = [
+        ("Cannot open %s &amp; retry", "Impossibile aprire %d &amp; riprova"),
+        ("Hello {name}!", "Ciao!"),
+        ("Press <b>OK</b> &apos;now&apos;", "Premi OK ora"),
+    ]
+    kept, report = clean_corpus(dropped, _config(max_words=None))
+    assert kept == []
+    assert report.removed["placeholders"] == 3
+
+
 def test_accelerators_are_stripped_when_both_sides_have_one() -> None:
     assert strip_accelerator_pair("Save _As", "Salva _come") == ("Save As", "Salva come")
     assert strip_accelerator_pair("&Open", "&Apri") == ("Open", "Apri")

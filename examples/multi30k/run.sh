@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The Multi30k recipe: train a Transformer on DATA/tok/train.lc.norm.tok.{SRC,TGT}, choose on
+# val only, translate every DATA/tok/test_* file of the pair with beam 5 and print its BLEU.
+#
+#   examples/multi30k/run.sh DATA SRC TGT RUN [MINUTES]
+#
+#   DATA     the dataset folder (tok/ and optionally raw/, as ../shared/data/multi30k/)
+#   SRC TGT  the pair's language codes, as the file names spell them (en de, de en, en fr, …)
+#   RUN      the run directory to write (training run, averaged models, translations, scores)
+#   MINUTES  the training budget in minutes (default 80: with decoding, ~90 minutes on 2 cores)
+#
+# It prints one line per test file, e.g. `test_2016_flickr BLEU 41.30 ...`: BLEU on the
+# dataset's tokenized, lower-cased text as the published papers compute it (sacreBLEU
+# --tokenize none), then, when DATA/raw/ holds the raw reference, sacreBLEU's default 13a
+# tokenization against it case-insensitively (the model is trained lower-cased). The same lines
+# go to RUN/results.txt, and what was chosen on val to RUN/choice.txt.
+#
+# Every setting comes from the data (no per-pair constants): the joint vocabulary from the
+# corpus's word types, warm-up and evaluation spacing from its size in tokens. Environment
+# overrides, for smoke tests and experiments: ATTENZIONE_RECIPE_MAX_STEPS (stop at this step),
+# ATTENZIONE_RECIPE_PRESET (default small), ATTENZIONE_RECIPE_THREADS (torch threads).
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 DATA SRC TGT RUN [MINUTES]" >&2
+    echo "  e.g. $0 ../shared/data/multi30k en de runs/m30k-en-de 80" >&2
+    exit 2
+}
+die() {
+    echo "$0: $*" >&2
+    exit 2
+}
+
+[[ $# -eq 4 || $# -eq 5 ]] || usage
+DATA=$1 SRC=$2 TGT=$3 RUN=$4 MINUTES=${5:-80}
+[[ $SRC =~ ^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$ ]] || die "SRC must be a language code, got '$SRC'"
+[[ $TGT =~ ^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$ ]] || die "TGT must be a language code, got '$TGT'"
+[[ $SRC != "$TGT" ]] || die "SRC and TGT are the same language ($SRC)"
+[[ $MINUTES =~ ^[0-9]*\.?[0-9]+$ ]] || die "MINUTES must be a positive number, got '$MINUTES'"
+TOK=$DATA/tok
+for split in train val; do
+    for lang in "$SRC" "$TGT"; do
+        f=$TOK/$split.lc.norm.tok.$lang
+        [[ -s $f ]] || die "$f is missing or empty (DATA must hold tok/$split.lc.norm.tok.{$SRC,$TGT})"
+    done
+done
+TESTS=()
+for f in "$TOK"/test_*."$SRC"; do
+    [[ -e $f ]] || continue
+    ref=${f%."$SRC"}.$TGT
+    [[ -s $ref ]] && TESTS+=("${f%."$SRC"}")
+done
+[[ ${#TESTS[@]} -gt 0 ]] || die "no test set in $TOK (test_*.$SRC with its .$TGT)"
+
+command -v attenzione >/dev/null || die "attenzione is not installed (pip install -e .)"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PRESET=${ATTENZIONE_RECIPE_PRESET:-small}
+THREADS=()
+[[ -n ${ATTENZIONE_RECIPE_THREADS:-} ]] && THREADS=(--threads "$ATTENZIONE_RECIPE_THREADS")
+STEPS=()
+[[ -n ${ATTENZIONE_RECIPE_MAX_STEPS:-} ]] && STEPS=(--max-steps "$ATTENZIONE_RECIPE_MAX_STEPS")
+mkdir -p "$RUN/data" "$RUN/hyp"
+[[ -e $RUN/train/last ]] && die "$RUN/train already holds a run: give a new RUN directory"
+
+# --- the corpora as TSV: `attenzione train` reads a Moses prefix with en/it suffixes only -----
+to_tsv() { # PREFIX OUT: line n of PREFIX.SRC and PREFIX.TGT as one source<TAB>target line
+    local a=$1.$SRC b=$1.$TGT
+    [[ $(wc -l <"$a") -eq $(wc -l <"$b") ]] || die "$a and $b differ in line count"
+    if grep -q $'\t' "$a" "$b"; then die "$a or $b contains a tab"; fi
+    paste "$a" "$b" >"$2"
+}
+to_tsv "$TOK/train.lc.norm.tok" "$RUN/data/train.tsv"
+to_tsv "$TOK/val.lc.norm.tok" "$RUN/data/val.tsv"
+
+# --- settings from the data ------------------------------------------------------------------
+PAIRS=$(wc -l <"$RUN/data/train.tsv")
+TYPES=$(cut -f1,2 "$RUN/data/train.tsv" | tr '\t ' '\n\n' | sort -u | wc -l)
+TGT_WORDS=$(cut -f2 "$RUN/data/train.tsv" | wc -w)
+# a joint vocabulary of a third of the corpus's word types (Multi30k en-de: 27k types → ~9k
+# pieces, the 8–10k joint BPE the benchmark's papers use): frequent words stay whole, rare ones
+# split into pieces both languages share. Rounded to 100s, at most 16k, at least 64.
+VOCAB=$(((TYPES / 3 + 50) / 100 * 100))
+((VOCAB > 16000)) && VOCAB=16000
+((VOCAB < 64)) && VOCAB=64
+# small batches: on 2 cores updates, not batch size, are what a time budget lacks
+MAX_TOKENS=2048
+# optimizer steps an epoch: target tokens (pieces ≈ 1.2 words, + end of sentence) a batch
+EPOCH_STEPS=$(((TGT_WORDS * 12 / 10 + PAIRS + MAX_TOKENS - 1) / MAX_TOKENS))
+# warm-up over 4 epochs, an evaluation (and a checkpoint for averaging) every 2
+WARMUP=$((EPOCH_STEPS * 4))
+((WARMUP > 4000)) && WARMUP=4000
+EVAL_EVERY=$((EPOCH_STEPS * 2))
+((EVAL_EVERY < 1)) && EVAL_EVERY=1
+# the held-out split `attenzione train` always draws from its corpus: 1% (≤ 300 pairs), and no
+# test split; the choice is made on val (below), which the trainer also scores as --extra-dev
+DEV_SIZE=$((PAIRS / 100))
+((DEV_SIZE > 300)) && DEV_SIZE=300
+((DEV_SIZE < 1)) && DEV_SIZE=1
+SAVE_MINUTES=$(python -c "print(max(float('$MINUTES') / 12, 0.05))")
+SHAPE=()
+# Transformer-Tiny's depth (4+4) and d_ff = 2 × d_model; d_model, heads and dropout are the
+# preset's (attenzione train has no flag for them)
+[[ $PRESET == small ]] && SHAPE=(--enc-layers 4 --dec-layers 4 --d-ff 512)
+EXCLUDE=()
+for t in "${TESTS[@]}"; do EXCLUDE+=(--exclude "$t.$SRC" --exclude "$t.$TGT"); done
+
+cat >"$RUN/settings.txt" <<EOF
+pair $SRC-$TGT  train pairs $PAIRS  word types $TYPES  target words $TGT_WORDS
+preset $PRESET ${SHAPE[*]}  joint vocabulary $VOCAB  max tokens $MAX_TOKENS
+warm-up $WARMUP steps  eval/save every $EVAL_EVERY steps (~$EPOCH_STEPS steps an epoch)
+budget $MINUTES minutes ${STEPS[*]}  label smoothing 0.1 (TrainConfig default)
+EOF
+cat "$RUN/settings.txt" >&2
+
+# --- train ---------------------------------------------------------------------------------
+attenzione train --data "$RUN/data/train.tsv" --extra-dev "val=$RUN/data/val.tsv" \
+    "${EXCLUDE[@]}" --src-lang "$SRC" --tgt-lang "$TGT" --out "$RUN/train" \
+    --preset "$PRESET" "${SHAPE[@]}" --vocab-size "$VOCAB" --max-tokens "$MAX_TOKENS" \
+    --warmup-steps "$WARMUP" --eval-every "$EVAL_EVERY" --save-every-minutes "$SAVE_MINUTES" \
+    --keep-snapshots 5 --dev-size "$DEV_SIZE" --test-size 0 --max-minutes "$MINUTES" \
+    "${STEPS[@]}" "${THREADS[@]}" --no-progress >&2
+
+# --- choose on val only: the model (last, or the mean of the last 3 or 5 checkpoints), then
+# the length penalty -------------------------------------------------------------------------
+translate() { # MODEL INPUT OUTPUT LENGTH_PENALTY
+    attenzione translate -m "$1" -i "$2" -o "$3" --raw --beam 5 --length-penalty "$4" \
+        "${THREADS[@]}" >/dev/null
+}
+val_bleu() { # MODEL LENGTH_PENALTY → BLEU on val (tokenized)
+    local hyp=$RUN/hyp/val.$(basename "$1").lp$2.txt
+    translate "$1" "$TOK/val.lc.norm.tok.$SRC" "$hyp" "$2"
+    python "$HERE/score.py" "$hyp" "$TOK/val.lc.norm.tok.$TGT"
+}
+better() { python -c "import sys; sys.exit(0 if float('$1') > float('$2') else 1)"; }
+
+CANDIDATES=("$RUN/train/last")
+SNAPSHOTS=$(find "$RUN/train/snapshots" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+for n in 3 5; do
+    if ((SNAPSHOTS >= n)); then
+        attenzione average "$RUN/train" --last "$n" -o "$RUN/avg$n" "${THREADS[@]}" >&2
+        CANDIDATES+=("$RUN/avg$n")
+    fi
+done
+BEST_MODEL="" BEST_LP=1.0 BEST=-1
+for model in "${CANDIDATES[@]}"; do
+    bleu=$(val_bleu "$model" 1.0)
+    echo "val $(basename "$model") length penalty 1.0 BLEU $bleu" >&2
+    if better "$bleu" "$BEST"; then BEST_MODEL=$model BEST=$bleu; fi
+done
+for lp in 0.6 1.3; do
+    bleu=$(val_bleu "$BEST_MODEL" "$lp")
+    echo "val $(basename "$BEST_MODEL") length penalty $lp BLEU $bleu" >&2
+    if better "$bleu" "$BEST"; then BEST_LP=$lp BEST=$bleu; fi
+done
+CHOICE="chosen on val: $(basename "$BEST_MODEL"), length penalty $BEST_LP (val BLEU $BEST)"
+echo "$CHOICE" | tee "$RUN/choice.txt"
+
+# --- every test set, beam 5 ------------------------------------------------------------------
+: >"$RUN/results.txt"
+for t in "${TESTS[@]}"; do
+    name=$(basename "$t")
+    name=${name%.lc.norm.tok}
+    hyp=$RUN/hyp/$name.$TGT.txt
+    translate "$BEST_MODEL" "$t.$SRC" "$hyp" "$BEST_LP"
+    raw=()
+    for r in "$DATA/raw/$name.$TGT" "$DATA/raw/$name.$TGT.gz"; do
+        [[ -s $r ]] && raw=("$r") && break
+    done
+    scores=$(python "$HERE/score.py" "$hyp" "$t.$TGT" "${raw[@]}")
+    read -r tok cased <<<"$scores"
+    line="$name BLEU $tok (tokenized, lower-cased, sacreBLEU --tokenize none)"
+    [[ -n ${cased:-} ]] && line+="; raw reference, 13a, -lc: $cased (lowercased model)"
+    echo "$line" | tee -a "$RUN/results.txt"
+done

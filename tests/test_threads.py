@@ -13,7 +13,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from attenzione.cli import app, threads
+from attenzione import threads
+from attenzione.cli import app
 from tiny_model import tiny_translator
 
 
@@ -29,6 +30,7 @@ def _machine(monkeypatch: pytest.MonkeyPatch, cores: int, load: float) -> None:
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(threads, "running_elsewhere", lambda: int(load + 0.5))
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,8 @@ def test_omp_num_threads_wins_and_no_load_average_means_idle(
         raise OSError("no load average here")
 
     monkeypatch.delenv("OMP_NUM_THREADS")
-    monkeypatch.setattr(os, "getloadavg", no_load)
+    monkeypatch.setattr(threads, "running_elsewhere", lambda: None)  # no runnable count:
+    monkeypatch.setattr(os, "getloadavg", no_load)  # and no load average either
     assert threads.default_threads() == 4
 
 
@@ -101,18 +104,40 @@ def test_every_command_that_computes_takes_threads(command: list[str]) -> None:
     assert res.exit_code == 0 and "--threads" in res.output, res.output
 
 
-def test_the_wait_policy_is_passive_unless_the_environment_says() -> None:
-    """Set before torch loads OpenMP (which reads it once); a user's own choice stays."""
-    code = (
-        "import os, sys; from attenzione.cli.threads import apply_threads; "
-        "assert 'torch' not in sys.modules; apply_threads(1); "
-        "print(os.environ['OMP_WAIT_POLICY'])"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    for given, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+def test_the_wait_policy_is_passive_where_it_pays_unless_the_environment_says() -> None:
+    """Set before torch loads OpenMP (which reads it once): for more threads than free cores
+    and for a long-running process, not for threads that each have a core; a user's own
+    choice stays."""
+    cases = [
+        ("apply_threads(512)", None, "PASSIVE"),  # more threads than any machine's free cores
+        ("apply_threads(1, long_running=True)", None, "PASSIVE"),
+        ("apply_threads(1)", None, "unset"),  # one thread waits for nobody
+        ("apply_threads(512)", "ACTIVE", "ACTIVE"),
+    ]
+    for call, given, expected in cases:
+        code = (
+            "import os, sys; from attenzione.threads import apply_threads; "
+            f"assert 'torch' not in sys.modules; {call}; "
+            "print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
         if given is not None:
             env["OMP_WAIT_POLICY"] = given
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
-        assert out.stdout.strip() == expected, out.stderr
+        assert out.stdout.strip() == expected, (call, out.stderr)
+
+
+def test_the_runnable_count_sees_a_busy_core() -> None:
+    """A process spinning beside this one is counted now, not a minute later."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        import time
+
+        time.sleep(0.5)
+        seen = threads.running_elsewhere()
+        assert seen is None or seen >= 1
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -6,15 +6,19 @@ those threads is often parked by the scheduler, and the others wait for it at ev
 on a 2-core machine with both cores busy, 60 training steps of the tests' tiny model took
 108.8 s at 2 threads against 2.1 s at 1 (issue 53). Two levers, both set here:
 
-* **the count** — :func:`default_threads` counts the cores this process may use that are
-  not busy (the 1-minute load average, rounded), at least one; ``OMP_NUM_THREADS`` (what
-  ``torchrun`` sets for several processes a machine, or a user's explicit choice) wins;
+* **the count** — :func:`default_threads` counts the cores this process may use that other
+  processes are not running on now (:func:`running_elsewhere`: the kernel's count of runnable
+  processes, not the load average, which lags a minute behind and counted the previous
+  command of a script as busy), at least one; ``OMP_NUM_THREADS`` (what ``torchrun`` sets for
+  several processes a machine, or a user's explicit choice) wins;
 * **the wait** — ``OMP_WAIT_POLICY=PASSIVE`` makes a thread that waits at a barrier sleep
   instead of spinning on a core another process needs. It is read once, when torch loads
   OpenMP, so :func:`apply_threads` sets it (unless the environment already says) before it
-  first imports torch. Measured with one core of two kept busy by a training run: 60 tiny
-  steps at 2 threads took 2.4–14.5 s without it and 0.45–0.98 s with it; at 1 thread
-  0.43–0.71 s either way.
+  first imports torch — but only where it pays: when there are more threads than free cores,
+  or for a long-running process (``serve``) whose machine may get busy later. Measured with
+  one core of two kept busy by a training run: 60 tiny steps at 2 threads took 2.4–14.5 s
+  without it and 0.45–0.98 s with it; on an idle machine it costs: 30 sentences one at a time
+  at 2 threads took 15.5 s with it against 10.6–10.9 s spinning.
 
 Every command that computes calls :func:`apply_threads` with its ``--threads`` (None: the
 default) before anything imports torch, and so does the trainer (``num_threads``); the
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 _TORCH_DEFAULT: int | None = None  # torch's own count (one per physical core), read once
 
@@ -36,25 +41,41 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def default_threads() -> int:
-    """The threads to compute with when none are asked: ``OMP_NUM_THREADS`` if set, else the
-    usable cores that other processes do not keep busy (1-minute load average, rounded), at
-    least one.
+def running_elsewhere() -> int | None:
+    """The processes running or ready to run now besides this one: the kernel's count of
+    runnable tasks (``/proc/loadavg``), the least of five samples over ~40 ms so that a
+    passing process (a shell between commands) is not counted; None where there is none."""
+    counts = []
+    try:
+        for _ in range(5):
+            with open("/proc/loadavg", encoding="ascii") as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]) - 1)
+            time.sleep(0.01)
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, min(counts))
 
-    The load average lags by a minute or so, both ways: a process that has just started is
-    not counted yet, one that has just ended still is. It errs on the side of fewer threads,
-    which costs at most a core's share on an idle machine, where a thread too many on a busy
-    one costs ten times (the module docstring)."""
+
+def free_cores() -> int:
+    """The usable cores other processes are not running on now (at least one); where the
+    system has no runnable count, the 1-minute load average, rounded (no load average: all)."""
+    cores = usable_cores()
+    busy = running_elsewhere()
+    if busy is None:
+        try:
+            busy = int(os.getloadavg()[0] + 0.5)
+        except (OSError, AttributeError):
+            busy = 0
+    return max(1, min(cores, cores - busy))
+
+
+def default_threads() -> int:
+    """The threads to compute with when none are asked: ``OMP_NUM_THREADS`` if set, else
+    :func:`free_cores`."""
     asked = os.environ.get("OMP_NUM_THREADS", "").strip()
     if asked.isdigit() and int(asked) >= 1:
         return int(asked)
-    cores = usable_cores()
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):  # no load average on this system: assume idle
-        load = 0.0
-    busy = int(load + 0.5)
-    return max(1, min(cores, cores - busy))
+    return free_cores()
 
 
 def passive_wait() -> bool:
@@ -64,16 +85,19 @@ def passive_wait() -> bool:
     return "torch" not in sys.modules
 
 
-def apply_threads(n: int | None) -> int:
+def apply_threads(n: int | None, *, long_running: bool = False) -> int:
     """Compute with ``n`` torch threads (None: :func:`default_threads`, at most torch's own
-    count); returns the count. Sets the wait policy first (:func:`passive_wait`)."""
+    count); returns the count. First sets the wait policy (:func:`passive_wait`) if there are
+    more threads than free cores, or for a ``long_running`` process."""
     global _TORCH_DEFAULT
-    passive_wait()
+    wanted = n if n is not None else default_threads()
+    if long_running or wanted > free_cores():
+        passive_wait()
     import torch
 
     if _TORCH_DEFAULT is None:
         _TORCH_DEFAULT = torch.get_num_threads()
-    threads = n if n is not None else min(default_threads(), _TORCH_DEFAULT)
+    threads = n if n is not None else min(wanted, _TORCH_DEFAULT)
     if threads < 1:
         raise ValueError(f"--threads must be >= 1, got {threads}")
     torch.set_num_threads(threads)

@@ -276,7 +276,7 @@ def serve(
         check_number_flags(number_format, names, raw)
         from attenzione.threads import apply_threads
 
-        apply_threads(threads or None)  # before torch loads: its wait policy is read then
+        apply_threads(threads or None, long_running=True)  # before torch: its wait policy
         import torch
 
         from attenzione.serve import Batcher, Languages, Service, Settings, create_app

@@ -2,7 +2,8 @@
 
 Two primitives, used by every module that writes something a later run depends on:
 
-* :func:`write_file` — write into a temporary file beside the target, flush it to disk, then
+* :func:`write_file` (and :func:`replacing`, the same as a block, for a file written as it
+  goes) — write into a temporary file beside the target, flush it to disk, then
   ``os.replace`` it onto the target. A rename within one directory is atomic on POSIX, so
   the target is at every instant either the old complete file or the new complete one.
 * :func:`replace_directory` — the same idea for a directory (a checkpoint), which has no
@@ -31,7 +32,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 OLD_SUFFIX = ".old"
@@ -52,21 +54,33 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def write_file(path: str | Path, write: Callable[[Path], object]) -> Path:
-    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it onto ``path``."""
+@contextmanager
+def replacing(path: str | Path, *, mode: int | None = None, suffix: str = ".tmp") -> Iterator[Path]:
+    """A temporary sibling of ``path`` for the block to fill. When the block ends without an
+    exception the file gets ``mode`` (None: what the umask gives a new file), is flushed to
+    disk and renamed onto ``path``; otherwise it is removed and ``path`` is as it was."""
     path = Path(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
     tmp = Path(name)
     try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~current_umask())
+        yield tmp
+        os.chmod(tmp, 0o666 & ~current_umask() if mode is None else mode)
         _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return path
+
+
+def write_file(
+    path: str | Path, write: Callable[[Path], object], *, mode: int | None = None
+) -> Path:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it onto ``path``
+    (:func:`replacing`)."""
+    with replacing(path, mode=mode) as tmp:
+        write(tmp)
+    return Path(path)
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
+
+from attenzione import atomic
 
 PART_SUFFIX = ".part"
 
@@ -46,18 +47,12 @@ def replaced_text(path: Path, *, newline: str = "") -> Iterator[TextIO]:
             yield direct
         return
     target = target_of(path)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=PART_SUFFIX)
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _mode_for(target))
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    mode = _mode_for(target)
+    with (
+        atomic.replacing(target, mode=mode, suffix=PART_SUFFIX) as tmp,
+        open(tmp, "w", encoding="utf-8", newline=newline) as f,
+    ):
+        yield f
 
 
 def _regular_or_missing(path: Path) -> bool:
@@ -73,9 +68,7 @@ def _mode_for(target: Path) -> int:
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~atomic.current_umask()
 
 
 class Terminated(KeyboardInterrupt):

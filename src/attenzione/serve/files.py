@@ -32,6 +32,8 @@ import unicodedata
 import uuid
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from attenzione import atomic
+
 # a stored file: 32 hex digits, a dot, a name safe_name gives back unchanged
 _TOKEN = re.compile(r"[0-9a-f]{32}\.")
 # the temporary sibling of a write that a crash left behind
@@ -147,19 +149,14 @@ class FileStore:
 
     @staticmethod
     def _write(path: Path, data: bytes, expires: float) -> None:
-        """Write ``path`` whole or not at all (a private temporary file, renamed), with its
-        expiry as its modification time."""
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+        """Write ``path`` whole or not at all (:func:`attenzione.atomic.write_file`), private
+        (0600), with its expiry as its modification time."""
+
+        def fill(tmp: Path) -> None:
+            tmp.write_bytes(data)
             os.utime(tmp, (expires, expires))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+
+        atomic.write_file(path, fill, mode=0o600)
 
     def get(self, name: str) -> Path | None:
         """The stored file called ``name``, or None (no such name, or expired)."""

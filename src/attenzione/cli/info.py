@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from attenzione.cli.common import model_path, user_errors
+from attenzione.data.jsonfile import read_json
 
 _PAIR = re.compile(r"([a-z]{2,3})-([a-z]{2,3})")
 
@@ -63,10 +64,7 @@ def describe(directory: Path) -> dict[str, Any]:
     train_cfg: dict[str, Any] = {}
     path = model_dir.member(directory, model_dir.TRAIN_CONFIG_NAME)
     if path.is_file():
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ValueError(f"{path} is not valid JSON") from None
+        loaded = read_json(path)
         train_cfg = loaded if isinstance(loaded, dict) else {}
     data = info.get("corpora") or ([info["data"]] if info.get("data") else [])
     if not data and train_cfg.get("data"):

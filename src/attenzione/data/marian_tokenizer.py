@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from attenzione.data.jsonfile import read_json, read_json_object
 from attenzione.data.tokenizers import CONFIG_NAME, WORD_START, Tokenizer, _inside
 
 SIDES = ("source", "target")
@@ -136,11 +137,9 @@ class MarianVocabTokenizer(Tokenizer):
         d = Path(path)
         if side not in SIDES:
             raise ValueError(f"side must be 'source' or 'target', not {side!r}")
-        config = _read_json(d / HF_CONFIG) if (d / HF_CONFIG).is_file() else {}
-        if not isinstance(config, dict):
-            raise ValueError(f"{d / HF_CONFIG} should hold a JSON object")
+        config = read_json_object(d / HF_CONFIG) if (d / HF_CONFIG).is_file() else {}
         if "added_tokens_decoder" not in config and (d / HF_SPECIALS).is_file():
-            specials = _read_json(d / HF_SPECIALS)  # older directories: the names only
+            specials = read_json(d / HF_SPECIALS)  # older directories: the names only
             if isinstance(specials, dict):
                 config = {**config, **specials}
         separate = bool(config.get("separate_vocabs", False)) and side == "target"
@@ -150,7 +149,7 @@ class MarianVocabTokenizer(Tokenizer):
             if not needed.is_file():
                 raise FileNotFoundError(f"{needed} not found: not a Marian tokenizer directory")
         try:
-            vocab = dict(_checked_vocab(_read_json(vocab_path)))
+            vocab = dict(_checked_vocab(read_json(vocab_path)))
             names, added = _specials(config, vocab)
             return cls(
                 spm_path.read_bytes(),
@@ -282,7 +281,7 @@ def load_marian(directory: Path, config: dict[str, Any], path: Path) -> MarianVo
             raise ValueError(f"special tokens must be strings, not {names}")
         return MarianVocabTokenizer(
             model.read_bytes(),
-            _read_json(vocab_path),
+            read_json(vocab_path),
             side=str(config.get("side", "source")),
             added=added,
             clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
@@ -350,13 +349,6 @@ def _checked_vocab(vocab: object) -> dict[str, int]:
     if bad:
         raise ValueError(f"the vocabulary maps pieces to ids >= 0, not {bad[:3]}")
     return dict(vocab)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _clean_up(text: str) -> str:

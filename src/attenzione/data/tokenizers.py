@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 
+from attenzione.data.jsonfile import read_json_object
+
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
@@ -353,12 +355,7 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
     path = d / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: not a tokenizer directory")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path} should hold a JSON object, not {type(config).__name__}")
+    config = read_json_object(path)
     kind = config.get("type")
     if kind == "word":
         vocab = config.get("vocab")

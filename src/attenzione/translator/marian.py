@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from attenzione.config import ModelConfig
+from attenzione.data.jsonfile import read_json_object
 from attenzione.model.positional import sinusoidal_table
 from attenzione.model.transformer import Transformer
 from attenzione.search.ranking import RANKING_TERMS
@@ -76,12 +77,7 @@ def read_hf_config(directory: str | Path) -> dict[str, Any]:
     path = member(directory, HF_CONFIG)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: not a Hugging Face model directory")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} should hold a JSON object")
+    data = read_json_object(path)
     if data.get("model_type") != "marian":
         raise ValueError(
             f"{path} describes a {data.get('model_type')!r} model: only Marian models "

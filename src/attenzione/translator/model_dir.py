@@ -43,6 +43,7 @@ import torch
 
 from attenzione import atomic
 from attenzione.config import ModelConfig
+from attenzione.data.jsonfile import read_json_object
 from attenzione.data.tokenizers import Tokenizer, load_tokenizer
 from attenzione.model.transformer import Transformer
 from attenzione.search.lexicon import words_of
@@ -123,15 +124,7 @@ def read_info(directory: str | Path) -> dict[str, Any]:
     path = member(directory, INFO_NAME)
     if not path.is_file():
         return {}
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:  # says where, not what: "line 1 column 2 (char 1)"
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(info, dict):
-        raise ValueError(f"{path} should hold a JSON object, not {type(info).__name__}")
-    return info
+    return read_json_object(path)
 
 
 def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | None:

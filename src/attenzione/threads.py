@@ -69,13 +69,16 @@ def free_cores() -> int:
     return max(1, min(cores, cores - busy))
 
 
+def _omp_threads() -> int | None:
+    """``OMP_NUM_THREADS`` when it names a count (torchrun's, or the user's, choice)."""
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(asked) if asked.isdigit() and int(asked) >= 1 else None
+
+
 def default_threads() -> int:
     """The threads to compute with when none are asked: ``OMP_NUM_THREADS`` if set, else
     :func:`free_cores`."""
-    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if asked.isdigit() and int(asked) >= 1:
-        return int(asked)
-    return free_cores()
+    return _omp_threads() or free_cores()
 
 
 def passive_wait() -> bool:
@@ -90,8 +93,9 @@ def apply_threads(n: int | None, *, long_running: bool = False) -> int:
     count); returns the count. First sets the wait policy (:func:`passive_wait`) if there are
     more threads than free cores, or for a ``long_running`` process."""
     global _TORCH_DEFAULT
-    wanted = n if n is not None else default_threads()
-    if long_running or wanted > free_cores():
+    free = free_cores()  # sampled once: it takes ~40 ms
+    wanted = n if n is not None else (_omp_threads() or free)
+    if long_running or wanted > free:
         passive_wait()
     import torch
 

@@ -160,3 +160,35 @@ def uvicorn_server(service: Any, **options: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def with_worker(service: Any, coro: Any) -> Any:
+    """Run one of ``service``'s coroutines to its answer, with its batcher's worker running."""
+    import asyncio
+
+    async def run() -> Any:
+        service.batcher.start()
+        try:
+            return await coro
+        finally:
+            service.batcher.stop()
+
+    return asyncio.run(run())
+
+
+@contextmanager
+def service_client(service: Any) -> Iterator[Any]:
+    """A real server around ``service`` on 127.0.0.1 (:func:`uvicorn_server`), and an
+    ``httpx.Client`` of it."""
+    import httpx
+
+    with (
+        uvicorn_server(service) as address,
+        httpx.Client(base_url=f"http://{address}", timeout=120) as client,
+    ):
+        yield client
+
+
+def upload(name: str, data: bytes, **fields: str) -> dict[str, Any]:
+    """``client.post("/translate_file", **upload(...))``'s keywords: the file, en→it."""
+    return {"files": {"file": (name, data)}, "data": {"source": "en", "target": "it", **fields}}

@@ -13,7 +13,6 @@ import io
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.files import FileStore, safe_name, valid_name
 from attenzione.translator.translator import Translator
-from serve_helpers import uvicorn_server
+from serve_helpers import service_client, upload
 from test_documents import TEXT_NS, add_link, make_odt, odt_paragraphs
 from tiny_model import tiny_translator
 
@@ -42,22 +41,8 @@ def _service(translator: Translator, root: Path, **settings: Any) -> Service:
     )
 
 
-@contextmanager
-def _client(service: Service) -> Iterator[httpx.Client]:
-    """A real server around ``service`` on 127.0.0.1, and a client of it."""
-    with (
-        uvicorn_server(service) as address,
-        httpx.Client(base_url=f"http://{address}", timeout=120) as client,
-    ):
-        yield client
-
-
-def _upload(name: str, data: bytes, **fields: str) -> dict[str, Any]:
-    return {"files": {"file": (name, data)}, "data": {"source": "en", "target": "it", **fields}}
-
-
 def _translate_file(client: httpx.Client, name: str, data: bytes) -> bytes:
-    r = client.post("/translate_file", **_upload(name, data))
+    r = client.post("/translate_file", **upload(name, data))
     assert r.status_code == 200, r.text
     url = r.json()["translatedFileUrl"]
     assert url.startswith(f"{str(client.base_url).rstrip('/')}/download_file/") and url.endswith(
@@ -103,7 +88,7 @@ def test_a_docx_and_an_odt_come_back_translated_with_bold_and_link(
         '<text:p>The <text:span text:style-name="T1">old</text:span> house has '
         '<text:a xlink:href="https://example.com/x">a big garden</text:a>.</text:p>'
     )
-    with _client(_service(shipped, tmp_path)) as client:
+    with service_client(_service(shipped, tmp_path)) as client:
         out = docx.Document(io.BytesIO(_translate_file(client, "report.docx", source)))
         translated_odt = _translate_file(client, "report.odt", odt)
     (p,) = out.paragraphs
@@ -124,7 +109,7 @@ def test_the_published_client_translates_a_file(shipped: Translator, tmp_path: P
     """libretranslate-aio's translate_file, unmodified."""
     from libretranslate_aio import LibreTranslate
 
-    with _client(_service(shipped, tmp_path / "area")) as http:
+    with service_client(_service(shipped, tmp_path / "area")) as http:
         lt = LibreTranslate(str(http.base_url).rstrip("/"))
         assert ".html" in lt.frontend_settings().supported_files_format
         page = tmp_path / "page.html"
@@ -154,8 +139,8 @@ def test_bad_files_are_one_line_errors(
     tiny: Translator, tmp_path: Path, name: str, data: bytes, status: int, needle: str
 ) -> None:
     service = _service(tiny, tmp_path / "area", file_limit=100_000)
-    with _client(service) as client:
-        r = client.post("/translate_file", **_upload(name, data))
+    with service_client(service) as client:
+        r = client.post("/translate_file", **upload(name, data))
     assert r.status_code == status, r.text
     message = r.json()["error"]
     assert needle in message and "\n" not in message and "Traceback" not in message
@@ -166,21 +151,21 @@ def test_bad_files_are_one_line_errors(
 def test_missing_file_languages_and_too_many_characters_are_400(
     tiny: Translator, tmp_path: Path
 ) -> None:
-    with _client(_service(tiny, tmp_path, file_chars=20)) as client:
+    with service_client(_service(tiny, tmp_path, file_chars=20)) as client:
         r = client.post("/translate_file", data={"source": "en", "target": "it"})
         assert r.status_code == 400 and "file" in r.json()["error"]
-        r = client.post("/translate_file", **_upload("a.txt", b"the cat", target="de"))
+        r = client.post("/translate_file", **upload("a.txt", b"the cat", target="de"))
         assert r.status_code == 400 and "de is not supported" in r.json()["error"]
         long = b"the cat is on the table\nthe dog is in the house\n"
-        r = client.post("/translate_file", **_upload("a.txt", long))
+        r = client.post("/translate_file", **upload("a.txt", long))
         assert r.status_code == 400 and "limit of 20" in r.json()["error"]
         r = client.post("/translate_file", json={"source": "en", "target": "it"})
         assert r.status_code == 400 and "multipart" in r.json()["error"]
 
 
 def test_files_off_is_a_403_and_the_settings_say_so(tiny: Translator, tmp_path: Path) -> None:
-    with _client(_service(tiny, tmp_path, files=False)) as client:
-        r = client.post("/translate_file", **_upload("a.txt", b"the cat"))
+    with service_client(_service(tiny, tmp_path, files=False)) as client:
+        r = client.post("/translate_file", **upload("a.txt", b"the cat"))
         assert r.status_code == 403 and r.json()["error"] == (
             "Files translation are disabled on this server."
         )
@@ -189,7 +174,7 @@ def test_files_off_is_a_403_and_the_settings_say_so(tiny: Translator, tmp_path: 
 
 
 def test_the_settings_list_the_formats(tiny: Translator, tmp_path: Path) -> None:
-    with _client(_service(tiny, tmp_path)) as client:
+    with service_client(_service(tiny, tmp_path)) as client:
         settings = (client.get("/frontend/settings")).json()
     assert settings["filesTranslation"] is True
     assert {".txt", ".html", ".docx", ".odt", ".srt"} <= set(settings["supportedFilesFormat"])
@@ -199,8 +184,8 @@ def test_the_settings_list_the_formats(tiny: Translator, tmp_path: Path) -> None
 def test_downloads_never_reach_outside_the_area(tiny: Translator, tmp_path: Path) -> None:
     area = tmp_path / "area"
     (tmp_path / "secret.txt").write_text("secret", "utf-8")
-    with _client(_service(tiny, area)) as client:
-        r = client.post("/translate_file", **_upload("../../secret.txt", b"the cat"))
+    with service_client(_service(tiny, area)) as client:
+        r = client.post("/translate_file", **upload("../../secret.txt", b"the cat"))
         assert r.status_code == 200, r.text
         url = r.json()["translatedFileUrl"]
         name = url.rsplit("/", 1)[1]
@@ -223,8 +208,8 @@ def test_a_document_past_its_time_is_a_503_and_the_worker_goes_on(
 ) -> None:
     """The timeout cancels the sentences still waiting; the worker drops them and lives."""
     lines = b"".join(f"the cat is on the table {i}\n".encode() for i in range(300))
-    with _client(_service(tiny, tmp_path, file_timeout=0.001)) as client:
-        r = client.post("/translate_file", **_upload("long.txt", lines))
+    with service_client(_service(tiny, tmp_path, file_timeout=0.001)) as client:
+        r = client.post("/translate_file", **upload("long.txt", lines))
         assert r.status_code == 503 and "longer than" in r.json()["error"]
         after = client.post("/translate", json={"q": "the cat", "source": "en", "target": "it"})
         assert after.status_code == 200, after.text
@@ -235,8 +220,8 @@ def test_a_full_download_area_is_a_503(tiny: Translator, tmp_path: Path) -> None
     store = FileStore(tmp_path, ttl=600, max_bytes=100)
     kept = store.put(b"x" * 95, "earlier.txt")  # the area holds 95 of its 100 bytes
     service = Service(Batcher(tiny, max_queue=64), Languages(("en", "it")), Settings(), None, store)
-    with _client(service) as client:
-        r = client.post("/translate_file", **_upload("b.txt", b"the dog is in the house\n"))
+    with service_client(service) as client:
+        r = client.post("/translate_file", **upload("b.txt", b"the dog is in the house\n"))
         assert r.status_code == 503 and "full" in r.json()["error"], r.text
         assert r.headers["retry-after"]
         assert client.get(f"/download_file/{kept}").content == b"x" * 95

@@ -3,10 +3,8 @@ sources it has, the worker's batches (one model each), and the CLI with two dire
 
 from __future__ import annotations
 
-import asyncio
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -21,7 +19,7 @@ from attenzione.serve.batcher import Decoding, Route
 from attenzione.serve.fields import ApiError
 from attenzione.serve.files import FileStore
 from attenzione.translator.translator import Translator
-from serve_helpers import post, running_server
+from serve_helpers import post, running_server, with_worker
 from tiny_model import PAROLE, WORDS, tiny_config
 
 
@@ -57,17 +55,6 @@ def service() -> Service:
     )
 
 
-def call(svc: Service, coro: Any) -> Any:
-    async def run() -> Any:
-        svc.batcher.start()
-        try:
-            return await coro
-        finally:
-            svc.batcher.stop()
-
-    return asyncio.run(run())
-
-
 def test_languages_lists_each_source_with_its_targets() -> None:
     assert service().languages.listing() == [
         {"code": "en", "name": "English", "targets": ["it"]},
@@ -83,14 +70,16 @@ def test_translate_routes_by_source_and_target() -> None:
         source, target = pair.split("-")
         svc = service()
         fields = {"q": TEXTS, "source": source, "target": target}
-        assert call(svc, svc.translate(fields, "c"))["translatedText"] == expected[pair], pair
+        assert with_worker(svc, svc.translate(fields, "c"))["translatedText"] == expected[pair], (
+            pair
+        )
 
 
 def test_auto_detects_among_the_sources_the_server_has() -> None:
     svc = service()
     text = "Il gatto è qui, e il cane vecchio dorme lì vicino alla porta della cucina."
     (expected,) = direct(svc.batcher.routes["it-en"].translator, [text])
-    answer = call(svc, svc.translate({"q": text, "source": "auto", "target": "en"}, "c"))
+    answer = with_worker(svc, svc.translate({"q": text, "source": "auto", "target": "en"}, "c"))
     assert answer["detectedLanguage"]["language"] == "it"
     assert answer["translatedText"] == expected
 
@@ -98,7 +87,7 @@ def test_auto_detects_among_the_sources_the_server_has() -> None:
 def test_a_pair_no_model_translates_is_a_400_naming_the_pairs() -> None:
     svc = service()
     with pytest.raises(ApiError) as err:
-        call(svc, svc.translate({"q": "il gatto", "source": "it", "target": "it"}, "c"))
+        with_worker(svc, svc.translate({"q": "il gatto", "source": "it", "target": "it"}, "c"))
     assert err.value.status == 400
     assert "English (en) → Italian (it), Italian (it) → English (en)" in err.value.message
 
@@ -192,7 +181,7 @@ def test_a_document_goes_to_the_model_of_its_pair(tmp_path: Path) -> None:
     svc = service()
     svc.files = FileStore(tmp_path, ttl=600, max_bytes=10**6)
     text = "il gatto è qui .\n\nthe dog is there .\n"
-    name = call(
+    name = with_worker(
         svc,
         svc.translate_file({"source": "it", "target": "en"}, ("a.txt", text.encode()), "c"),
     )

@@ -9,14 +9,11 @@ untrained model for the rest.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import signal
 import stat
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -31,7 +28,7 @@ from attenzione.serve.fields import ApiError
 from attenzione.serve.files import FileStore, default_dir, safe_name, valid_name
 from attenzione.translator.bounds import Bounds
 from attenzione.translator.translator import Translator
-from serve_helpers import chrome, running_server, uvicorn_server
+from serve_helpers import chrome, running_server, service_client, upload, with_worker
 from tiny_model import tiny_translator
 
 
@@ -40,36 +37,15 @@ def tiny() -> Translator:
     return tiny_translator()
 
 
-def _service(translator: Translator, **settings: Any) -> Service:
+def _service(translator: Translator, store: FileStore | None = None, **settings: Any) -> Service:
+    """An en→it service of ``translator`` (with a download area ``store``, for files)."""
     return Service(
-        Batcher(translator, max_queue=256), Languages(("en", "it")), Settings(**settings)
+        Batcher(translator, max_queue=256),
+        Languages(("en", "it")),
+        Settings(**settings),
+        None,
+        store,
     )
-
-
-def _call(svc: Service, coro: Any) -> Any:
-    """Run one of the service's coroutines with its worker running."""
-
-    async def run() -> Any:
-        svc.batcher.start()
-        try:
-            return await coro
-        finally:
-            svc.batcher.stop()
-
-    return asyncio.run(run())
-
-
-@contextmanager
-def _client(service: Service) -> Iterator[httpx.Client]:
-    with (
-        uvicorn_server(service) as address,
-        httpx.Client(base_url=f"http://{address}", timeout=120) as client,
-    ):
-        yield client
-
-
-def _upload(name: str, data: bytes) -> dict[str, Any]:
-    return {"files": {"file": (name, data)}, "data": {"source": "en", "target": "it"}}
 
 
 # ---------------------------------------------------------------------- 8. files survive
@@ -91,7 +67,7 @@ def test_a_translated_file_survives_a_restart_and_sigterm_drains_downloads(
     with running_server(tmp_path) as first:
         r = httpx.post(
             first.url + "/translate_file",
-            **_upload("notes.txt", b"the cat is here.\nthe old dog is there.\n"),
+            **upload("notes.txt", b"the cat is here.\nthe old dog is there.\n"),
             timeout=120,
         )
         assert r.status_code == 200, r.text
@@ -155,14 +131,14 @@ def test_short_italian_into_italian_comes_back_as_it_is(tiny: Translator) -> Non
     returned unchanged, not "translated from English" into garbage."""
     svc = _service(tiny)
     text = "Buonasera, come stai?"
-    answer = _call(svc, svc.translate({"q": text, "source": "auto", "target": "it"}, "c"))
+    answer = with_worker(svc, svc.translate({"q": text, "source": "auto", "target": "it"}, "c"))
     assert answer["translatedText"] == text
     assert answer["detectedLanguage"]["language"] == "it"
     assert answer["detectedLanguage"]["confidence"] > 30
     # html and the extensions too: kept as it is, nothing decoded
     svc = _service(tiny)
     fields = {"q": "<p>Grazie mille</p>", "source": "auto", "target": "it", "format": "html"}
-    answer = _call(svc, svc.translate({**fields, "scores": True, "attention": True}, "c"))
+    answer = with_worker(svc, svc.translate({**fields, "scores": True, "attention": True}, "c"))
     assert answer["translatedText"] == "<p>Grazie mille</p>"
     assert answer["scores"]["sentences"] == [] and answer["attention"] == []
     assert svc.batcher.snapshot()["sentences"] == 0
@@ -172,7 +148,7 @@ def test_a_list_gets_one_detection_per_item(tiny: Translator) -> None:
     svc = _service(tiny)
     texts = ["Buonasera, come stai?", "My brother lives in Rome with his old dog."]
     fields = {"q": texts, "source": "auto", "target": "it"}
-    answer = _call(svc, svc.translate(fields, "c"))
+    answer = with_worker(svc, svc.translate(fields, "c"))
     assert [d["language"] for d in answer["detectedLanguage"]] == ["it", "en"]
     assert answer["translatedText"][0] == texts[0]
     assert answer["translatedText"][1] != texts[1]  # English: translated
@@ -208,15 +184,9 @@ def test_text_in_the_target_language_is_kept_and_toss_ups_are_still_sources() ->
 def test_a_document_already_in_the_target_language_comes_back_as_it_is(
     tiny: Translator, tmp_path: Path
 ) -> None:
-    svc = Service(
-        Batcher(tiny, max_queue=64),
-        Languages(("en", "it")),
-        Settings(),
-        None,
-        FileStore(tmp_path, ttl=600),
-    )
+    svc = _service(tiny, store=FileStore(tmp_path, ttl=600))
     text = b"Buonasera, come stai?\n\nIl gatto dorme sul divano del salotto.\n"
-    with _client(svc) as client:
+    with service_client(svc) as client:
         fields = {"source": "auto", "target": "it"}
         r = client.post("/translate_file", files={"file": ("nota.txt", text)}, data=fields)
         assert r.status_code == 200, r.text
@@ -226,15 +196,9 @@ def test_a_document_already_in_the_target_language_comes_back_as_it_is(
 
 # ---------------------------------------------------------------------- 12. Unicode names
 def test_unicode_file_names_are_kept_in_the_download(tiny: Translator, tmp_path: Path) -> None:
-    svc = Service(
-        Batcher(tiny, max_queue=64),
-        Languages(("en", "it")),
-        Settings(),
-        None,
-        FileStore(tmp_path, ttl=600),
-    )
-    with _client(svc) as client:
-        r = client.post("/translate_file", **_upload("Résumé café 猫.txt", b"the cat is here."))
+    svc = _service(tiny, store=FileStore(tmp_path, ttl=600))
+    with service_client(svc) as client:
+        r = client.post("/translate_file", **upload("Résumé café 猫.txt", b"the cat is here."))
         assert r.status_code == 200, r.text
         url = r.json()["translatedFileUrl"]
         assert url.endswith("." + quote("Résumé_café_猫.txt"))
@@ -283,14 +247,9 @@ def test_serve_refuses_a_beam_wider_than_the_machine_at_start_up(
 def test_a_search_wider_than_the_bound_is_a_400_not_a_500(tmp_path: Path) -> None:
     translator = tiny_translator()
     translator.bounds = Bounds(max_rows=4)  # this "machine" holds 4 rows
-    svc = Service(
-        Batcher(translator, max_queue=64),
-        Languages(("en", "it")),
-        Settings(alternatives_limit=-1, beam=2),
-        None,
-        FileStore(tmp_path, ttl=600),
-    )
-    with _client(svc) as client:
+    store = FileStore(tmp_path, ttl=600)
+    svc = _service(translator, store=store, alternatives_limit=-1, beam=2)
+    with service_client(svc) as client:
         fields = {"q": "the cat", "source": "en", "target": "it", "alternatives": 7}
         r = client.post("/translate", json=fields)
         assert r.status_code == 400, r.text
@@ -310,7 +269,7 @@ def test_a_beam_the_model_refuses_in_the_worker_is_a_400() -> None:
     svc._check_bounds = lambda route, decoding: None  # type: ignore[method-assign]
     fields = {"q": "the cat", "source": "en", "target": "it", "alternatives": 1}
     with pytest.raises(ApiError) as err:
-        _call(svc, svc.translate(fields, "c"))
+        with_worker(svc, svc.translate(fields, "c"))
     assert err.value.status == 400 and "at most 1" in err.value.message
 
 

@@ -4,7 +4,7 @@ the text steps and ranking terms it applies, the data it was trained on, its rec
 Reads ``config.json``, ``info.json`` and (in a run's checkpoints) ``train_config.json``; never
 the weights. The steps and terms are those a :class:`~attenzione.translator.translator.
 Translator` of the directory would use: the ones ``info.json`` records, else its pair's
-default (:func:`attenzione.pipeline.pairs.pipeline_of`).
+default (:func:`attenzione.pipeline.pairs.built_pipeline`).
 """
 
 from __future__ import annotations
@@ -46,9 +46,7 @@ def _directory(model: str | None) -> Path:
 
 def describe(directory: Path) -> dict[str, Any]:
     """What ``attenzione info --json`` prints of the model directory ``directory``."""
-    from attenzione.pipeline import Pipeline
-    from attenzione.pipeline.pairs import pipeline_of
-    from attenzione.search.scoring import TERM_NAMES, Terms
+    from attenzione.pipeline.pairs import built_pipeline
     from attenzione.translator import model_dir
     from attenzione.translator.registry import pair_of
 
@@ -56,11 +54,10 @@ def describe(directory: Path) -> dict[str, Any]:
     info = model_dir.read_info(directory)
     source, target = pair_of(directory, info)
     try:
-        recorded = pipeline_of(info)
-        steps = list(Pipeline.build(recorded.get("steps")).names)
-        weights = Terms(**{TERM_NAMES[k]: v for k, v in (recorded.get("terms") or {}).items()})
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{directory / model_dir.INFO_NAME}: a bad pipeline: {exc}") from None
+        pipeline, weights = built_pipeline(info)
+    except ValueError as exc:
+        raise ValueError(f"{directory / model_dir.INFO_NAME}: {exc}") from None
+    steps = list(pipeline.names)
     train_cfg: dict[str, Any] = {}
     path = model_dir.member(directory, model_dir.TRAIN_CONFIG_NAME)
     if path.is_file():

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attenzione.pipeline import STEP_NAMES
-from attenzione.search.ranking import RANKING_TERMS
+from attenzione.pipeline import STEP_NAMES, Pipeline
+from attenzione.search.ranking import RANKING_TERMS, TERM_NAMES, Terms
 
 # the pairs whose language rules the steps hold (English and Italian, both ways)
 KNOWN_PAIRS = frozenset({("en", "it"), ("it", "en")})
@@ -82,3 +82,14 @@ def pipeline_of(info: dict[str, Any]) -> dict[str, Any]:
     if not (isinstance(source, str) and isinstance(target, str)):
         return {}
     return default_pipeline(source, target)
+
+
+def built_pipeline(info: dict[str, Any]) -> tuple[Pipeline, Terms]:
+    """The text steps and ranking-term weights a model with this ``info.json`` applies
+    (:func:`pipeline_of`), built; a bad record is one ValueError ("a bad pipeline: …")."""
+    try:
+        recorded = pipeline_of(info)
+        weights = {TERM_NAMES[k]: v for k, v in (recorded.get("terms") or {}).items()}
+        return Pipeline.build(recorded.get("steps")), Terms(**weights)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"a bad pipeline: {exc}") from None

@@ -31,9 +31,9 @@ from attenzione.data.numbers import NUMBER_FORMATS
 from attenzione.data.tokenizers import Tokenizer
 from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Context, Pipeline
-from attenzione.pipeline.pairs import pipeline_of
+from attenzione.pipeline.pairs import built_pipeline
 from attenzione.search.decoding import Hypothesis
-from attenzione.search.scoring import TERM_NAMES, Scoring, Terms
+from attenzione.search.scoring import Scoring, Terms
 from attenzione.search.shortlist import Shortlist
 from attenzione.translator import model_dir
 from attenzione.translator.attention import AttentionAligner
@@ -103,12 +103,9 @@ class Translator:
         )
         # the pipeline and ranking terms info.json records, else its pair's (pipeline.pairs)
         try:
-            recorded = pipeline_of(self.info)
-            self.pipeline = Pipeline.build(recorded.get("steps"))
-            weights = {TERM_NAMES[k]: v for k, v in (recorded.get("terms") or {}).items()}
-            self.terms = Terms(**weights)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"info.json: a bad pipeline: {exc}") from None
+            self.pipeline, self.terms = built_pipeline(self.info)
+        except ValueError as exc:
+            raise ValueError(f"info.json: {exc}") from None
         # text to source ids: the length cap, corpus tags (attenzione.data.mixing)
         self.reader = SourceReader(src_tokenizer, self.max_src_tokens, model.config.max_len)
         self.tags = self.reader.tags

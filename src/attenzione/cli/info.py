@@ -17,7 +17,6 @@ from typing import Any
 import typer
 
 from attenzione.cli.common import model_path, user_errors
-from attenzione.data.jsonfile import read_json
 
 _PAIR = re.compile(r"([a-z]{2,3})-([a-z]{2,3})")
 
@@ -46,6 +45,7 @@ def _directory(model: str | None) -> Path:
 
 def describe(directory: Path) -> dict[str, Any]:
     """What ``attenzione info --json`` prints of the model directory ``directory``."""
+    from attenzione.data.jsonfile import read_json
     from attenzione.pipeline.pairs import built_pipeline
     from attenzione.translator import model_dir
     from attenzione.translator.registry import pair_of

@@ -274,5 +274,6 @@ def test_repair_numbers_puts_back_garbled_numbers_only(
     source: str, raw: str, repaired: str
 ) -> None:
     from attenzione.data.numbers import repair_numbers
+    from attenzione.languages import pair_words
 
-    assert repair_numbers(source, raw) == repaired
+    assert repair_numbers(source, raw, pair_words("en", "it")) == repaired

@@ -20,7 +20,7 @@ from attenzione.translator.translator import Translator
 from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
-# the steps that hold English or Italian rules
+# the steps that need a language profile
 LANGUAGE_STEPS = {"capitals", "title-case", "continuation", "number-format"}
 
 
@@ -38,21 +38,66 @@ def made_up_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("pair", ["en-it", "it-en"])
-def test_the_shipped_pairs_default_to_what_the_shipped_models_record(pair: str) -> None:
-    info = _shipped(pair)
-    assert default_pipeline(*pair.split("-")) == info["pipeline"]
-    assert default_pipeline(pair[:2].upper(), pair[3:]) == info["pipeline"]
+def _same_terms(chosen: dict, recorded: dict) -> None:
+    """Terms as a model applies them: a term not recorded is on at its default weight."""
+    for name, term in RANKING_TERMS.items():
+        want = recorded["terms"].get(name, term.default)
+        assert chosen["terms"].get(name, term.default) == want, name
 
 
-@pytest.mark.parametrize("pair", [("xx", "yy"), ("de", "en"), ("en", "de"), ("", "")])
-def test_another_pair_gets_the_generic_steps_only(pair: tuple[str, str]) -> None:
+def test_english_to_italian_defaults_to_what_the_shipped_model_records() -> None:
+    info = _shipped("en-it")
+    for pair in (("en", "it"), ("EN", "it"), ("en-GB", "it_IT")):
+        chosen = default_pipeline(*pair)
+        assert chosen["steps"] == info["pipeline"]["steps"] == list(STEP_NAMES)
+        _same_terms(chosen, info["pipeline"])
+
+
+def test_italian_to_english_defaults_to_every_step_but_the_english_title_case() -> None:
+    info = _shipped("it-en")
+    chosen = default_pipeline("it", "en")
+    assert chosen["steps"] == [s for s in info["pipeline"]["steps"] if s != "title-case"]
+    _same_terms(chosen, info["pipeline"])
+
+
+GENERIC = ["normalize", "carry", "split", "numbers", "inline-tags", "names"]
+
+
+@pytest.mark.parametrize(
+    ("pair", "more_steps", "word_check"),
+    [
+        (("xx", "yy"), [], False),
+        (("", ""), [], False),
+        # an English source: its headlines' minor words and its number labels are known
+        (("en", "xx"), ["title-case", "number-format"], False),
+        # an Italian target: its continuations start lower-case, its words fit a word list
+        (("xx", "it"), ["continuation"], True),
+    ],
+)
+def test_a_language_without_a_profile_brings_no_rules(
+    pair: tuple[str, str], more_steps: list[str], word_check: bool
+) -> None:
     chosen = default_pipeline(*pair)
-    assert chosen["steps"] == ["normalize", "carry", "split", "numbers", "inline-tags", "names"]
-    assert not LANGUAGE_STEPS & set(chosen["steps"])
-    assert chosen["terms"]["punctuation-coverage"] == 0 and chosen["terms"]["word-check"] == 0
+    assert chosen["steps"] == [s for s in STEP_NAMES if s in GENERIC or s in more_steps]
+    assert "capitals" not in chosen["steps"]  # needs both sides' case
+    assert chosen["terms"]["punctuation-coverage"] == 0  # needs both sides' comma rules
+    assert (chosen["terms"]["word-check"] > 0) is word_check
     assert chosen["terms"]["number-coverage"] > 0 and chosen["terms"]["attention-coverage"] > 0
     assert set(chosen["terms"]) == set(RANKING_TERMS)
+
+
+def test_german_gets_what_its_profile_allows() -> None:
+    """German capitalises nouns and puts a comma before every clause: no recapitalising, no
+    lower-cased continuation into German, no comma coverage, no word check on its compounds;
+    an English source keeps its title-case and number-label steps."""
+    en_de, de_en = default_pipeline("en", "de"), default_pipeline("de", "en")
+    for chosen in (en_de, de_en):
+        assert "capitals" not in chosen["steps"]
+        assert chosen["terms"]["punctuation-coverage"] == 0
+    assert {"title-case", "number-format"} <= set(en_de["steps"])
+    assert "continuation" not in en_de["steps"] and en_de["terms"]["word-check"] == 0
+    assert "continuation" in de_en["steps"] and de_en["terms"]["word-check"] > 0
+    assert "title-case" not in de_en["steps"]  # German headlines are not in title case
 
 
 def test_every_name_is_a_step_or_term_there_is() -> None:
@@ -151,3 +196,25 @@ def test_info_errors_are_one_line(made_up_pair: Path, tmp_path: Path) -> None:
     (damaged / "config.json").write_text("[]", encoding="utf-8")
     res = runner.invoke(app, ["info", str(damaged)])
     assert res.exit_code == 2 and "config.json" in res.output, res.output
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_moses_prefix_is_read_by_the_pairs_languages(tmp_path: Path, reverse: bool) -> None:
+    """``--data P --src-lang xx --tgt-lang yy`` trains on P.xx → P.yy, with or without
+    --reverse (files named by their language need no turning round)."""
+    pairs = [line.split("\t") for line in write_toy_corpus(tmp_path / "toy.tsv").read_text(
+        encoding="utf-8").splitlines()]  # fmt: skip
+    first, second = ("yy", "xx") if reverse else ("xx", "yy")
+    for col, lang in ((0, first), (1, second)):
+        (tmp_path / f"corpus.{lang}").write_text(
+            "".join(p[col] + "\n" for p in pairs), encoding="utf-8"
+        )
+    out = tmp_path / "run"
+    cfg = toy_train_config(
+        tmp_path / "corpus", out, max_steps=1, src_lang="xx", tgt_lang="yy", reverse=reverse
+    )
+    train(cfg, **QUIET)
+    held_out = (out / "data" / "dev.tsv").read_text(encoding="utf-8").splitlines()
+    src, tgt = held_out[0].split("\t")[:2]
+    expected = {(p[1], p[0]) if reverse else (p[0], p[1]) for p in pairs}
+    assert (src, tgt) in expected

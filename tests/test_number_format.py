@@ -12,7 +12,11 @@ from attenzione.cli import app
 from attenzione.data.currency import restore_currency
 from attenzione.data.numbers import label_carried, localize_numbers, number_format_of
 from attenzione.evaluation import number_fidelity
+from attenzione.languages import pair_words
 from attenzione.translator.translator import PRETRAINED_DIR, Translator
+
+# the words of the shipped pairs' language profiles (labels, months, currency words)
+EN_IT, IT_EN = pair_words("en", "it"), pair_words("it", "en")
 
 
 @pytest.mark.parametrize(
@@ -105,7 +109,7 @@ from attenzione.translator.translator import PRETRAINED_DIR, Translator
 def test_comma_format_rewrites_quantities_only(
     source: str, translation: str, expected: str
 ) -> None:
-    assert localize_numbers(source, translation, "comma") == expected
+    assert localize_numbers(source, translation, "comma", EN_IT) == expected
 
 
 @pytest.mark.parametrize(
@@ -129,7 +133,7 @@ def test_a_name_is_carried_only_with_the_whole_number(translation: str, carried:
 def test_each_source_number_is_rewritten_as_often_as_the_source_has_it() -> None:
     source = "Between 2.5 and 3.5 litres."
     # the translation repeats 2.5: only the one the source has is the source's quantity
-    assert localize_numbers(source, "Tra 2.5 e 3.5 litri, 2.5 in media.", "comma") == (
+    assert localize_numbers(source, "Tra 2.5 e 3.5 litri, 2.5 in media.", "comma", EN_IT) == (
         "Tra 2,5 e 3,5 litri, 2.5 in media."
     )
 
@@ -138,7 +142,8 @@ def test_point_format_is_the_way_back_and_keep_changes_nothing() -> None:
     source = "Contiene 55.000 barili (2,3 milioni)."
     translation = "It holds 55.000 barrels (2,3 million)."
     assert (
-        localize_numbers(source, translation, "point") == "It holds 55,000 barrels (2.3 million)."
+        localize_numbers(source, translation, "point", IT_EN)
+        == "It holds 55,000 barrels (2.3 million)."
     )
     assert localize_numbers(source, translation, "keep") == translation
     with pytest.raises(ValueError, match="number format must be one of keep, comma, point"):
@@ -150,13 +155,16 @@ def test_the_repair_then_the_format_never_make_a_number_wrong() -> None:
 
     source = "We have 5.000 employees and 2.5 offices."
     # the model wrote 5000 and 2,5: the repair puts back the source's 5.000, which stays
-    repaired = repair_numbers(source, "Abbiamo 5000 dipendenti e 2,5 uffici.")
-    assert localize_numbers(source, repaired, "comma") == "Abbiamo 5.000 dipendenti e 2,5 uffici."
+    repaired = repair_numbers(source, "Abbiamo 5000 dipendenti e 2,5 uffici.", EN_IT)
+    assert (
+        localize_numbers(source, repaired, "comma", EN_IT)
+        == "Abbiamo 5.000 dipendenti e 2,5 uffici."
+    )
 
 
 def test_localised_numbers_still_count_as_copied() -> None:
     sources = ["It holds 55,000 barrels (2.3 million gallons)."]
-    out = [localize_numbers(sources[0], "Contiene 55,000 barili (2.3 milioni).", "comma")]
+    out = [localize_numbers(sources[0], "Contiene 55,000 barili (2.3 milioni).", "comma", EN_IT)]
     fid = number_fidelity(sources, out)
     assert (fid.kept, fid.total) == (2, 2)
 
@@ -254,7 +262,7 @@ def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
 def test_a_dropped_currency_symbol_is_put_back_on_its_number(
     source: str, translation: str, restored: str
 ) -> None:
-    assert restore_currency(source, translation) == restored
+    assert restore_currency(source, translation, EN_IT) == restored
 
 
 @shipped

@@ -34,7 +34,10 @@ from attenzione.cli.threads import apply_threads, threads_option
 
 def evaluate(
     data: Path = typer.Option(
-        ..., "--data", help="Test pairs: TSV English<TAB>Italian (or a Moses prefix)."
+        ...,
+        "--data",
+        help="Test pairs: TSV source<TAB>reference, or a Moses prefix P (P.SRC and P.TGT, "
+        "named by the model's languages).",
     ),
     model: Path | None = model_option(),
     source: str | None = from_option(),
@@ -99,7 +102,15 @@ def evaluate(
 
         search = search_config(beam)
         check_search(directory, search)  # a beam too wide: one line, before the work
-        pairs = load_corpus(data)[:limit]
+        from attenzione.languages import languages_of
+        from attenzione.translator.model_dir import read_info
+
+        # a Moses prefix's files are named by the model's languages (the other way: --reverse)
+        pair = languages_of(read_info(directory))
+        first, second = pair["source_language"] or "en", pair["target_language"] or "it"
+        if reverse:
+            first, second = second, first
+        pairs = load_corpus(data, src_lang=first, tgt_lang=second)[:limit]
         if reverse:
             pairs = [(t, s) for s, t in pairs]
         out = hypotheses or data.with_name(data.name + ".hyp.txt")

@@ -20,7 +20,8 @@ def train(
     data: list[str] = typer.Option(
         [],
         "--data",
-        help="Corpus: TSV (English<TAB>Italian[<TAB>…]), optionally .gz, or a Moses prefix; "
+        help="Corpus: TSV (source<TAB>target[<TAB>…]), optionally .gz, or a Moses prefix P "
+        "(P.SRC and P.TGT, named by --src-lang/--tgt-lang); "
         "PATH:WEIGHT repeats it WEIGHT times an epoch (0.5 keeps half). Repeat --data for "
         "several corpora: dev/test are split from the first. Not needed with --resume (the "
         "run keeps its prepared data).",
@@ -117,7 +118,9 @@ def train(
     out: Path = typer.Option(
         ..., "--out", help="Run directory (splits, tokenizers, last/, best/, metrics)."
     ),
-    preset: str = typer.Option("small", help="Model preset: tiny, glove50, small, broad or base."),
+    preset: str = typer.Option(
+        "small", help="Model preset: tiny, compact, glove50, small, broad or base."
+    ),
     enc_layers: int | None = typer.Option(
         None,
         help="Encoder layers (default: the preset's). With --init-from a model that has "

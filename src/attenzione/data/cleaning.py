@@ -20,7 +20,8 @@ The filters (``CleaningConfig`` fields; each can be switched off):
 * ``identical`` — source equals target (case-folded) with at least ``identical_min_words``
   words: almost always an untranslated string. Shorter ones ("Firefox", "OK") are names.
 * ``untranslated`` — the target reads as the source language (its function words are the
-  source language's, not the target's); only for language pairs with word lists below.
+  source language's, not the target's); only for a pair whose languages both have profiles
+  with function words (attenzione.languages).
 * ``excluded`` — either side is a sentence of an ``exclude`` set (test sets that must never
   be trained on), compared after normalisation and case-folding.
 * ``duplicate`` — the same normalised pair again (across every corpus of the run).
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attenzione.data.corpus import normalize
+from attenzione.languages import function_words
 
 Pair = tuple[str, str]
 
@@ -66,79 +68,6 @@ _PLACEHOLDER = re.compile(
 # an accelerator marker: "_" or "&" right before a letter ("_File", "Sa_ve", "&Apri"), not an
 # entity ("&amp;") and not a doubled "&&" (a literal ampersand in Qt strings).
 _ACCEL = re.compile(r"(?<!&)[_&](?=[^\W\d_])(?![A-Za-z]+;)")
-
-_FUNCTION_WORDS: dict[str, frozenset[str]] = {
-    "en": frozenset(
-        [
-            "the",
-            "and",
-            "of",
-            "to",
-            "is",
-            "are",
-            "was",
-            "were",
-            "with",
-            "for",
-            "you",
-            "your",
-            "this",
-            "that",
-            "it",
-            "be",
-            "not",
-            "can",
-            "from",
-            "by",
-            "have",
-            "has",
-            "will",
-            "would",
-            "should",
-            "which",
-            "when",
-            "what",
-            "there",
-            "their",
-        ]
-    ),
-    "it": frozenset(
-        [
-            "il",
-            "lo",
-            "la",
-            "gli",
-            "le",
-            "di",
-            "del",
-            "della",
-            "dei",
-            "delle",
-            "e",
-            "è",
-            "che",
-            "non",
-            "per",
-            "con",
-            "un",
-            "una",
-            "sono",
-            "questo",
-            "questa",
-            "nel",
-            "nella",
-            "al",
-            "alla",
-            "dal",
-            "dalla",
-            "si",
-            "ci",
-            "come",
-            "più",
-            "anche",
-        ]
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -214,8 +143,9 @@ def _word_at(text: str, i: int) -> str:
 
 
 def reads_as(text: str, lang: str, other: str) -> bool:
-    """True when ``text`` has more function words of ``lang`` than of ``other`` (at least 2)."""
-    own, theirs = _FUNCTION_WORDS.get(lang), _FUNCTION_WORDS.get(other)
+    """True when ``text`` has more function words of ``lang`` than of ``other`` (at least 2;
+    each language's from its profile, attenzione.languages: False if either has none)."""
+    own, theirs = function_words(lang), function_words(other)
     if own is None or theirs is None:
         return False
     words = re.findall(r"[^\W\d_]+", text.casefold())

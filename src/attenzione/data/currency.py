@@ -3,7 +3,8 @@
 A symbol written against a number ("$19.99", "€ 5", "30 £"): a translation that keeps the
 number but drops the symbol has lost what the number counts ("Price: $19.99" → "Prezzo:
 19,99"). An amount written with a symbol, or with a currency named in words next to it
-("5 milioni di dollari", "28 euro"), has been said its own way and is left alone. The numbers
+("5 milioni di dollari", "28 euro": the words of the pair's language profiles), has been
+said its own way and is left alone. The numbers
 are found as :mod:`attenzione.data.numbers` finds them.
 """
 
@@ -11,18 +12,12 @@ from __future__ import annotations
 
 import re
 
-from attenzione.data.numbers import NUMBER
+from attenzione.data.numbers import NO_WORDS, NUMBER
+from attenzione.languages import PairWords
 
 CURRENCY_SYMBOLS = "$€£¥₹"
 _SYMBOL_NUMBER = re.compile(rf"([{CURRENCY_SYMBOLS}])(\s?)({NUMBER.pattern})")
 _NUMBER_SYMBOL = re.compile(rf"({NUMBER.pattern})(\s?)([{CURRENCY_SYMBOLS}])")
-# the words a translation (English or Italian) names a currency with, looked for just around
-# an amount ("5 milioni di dollari": up to three words on, not past a comma)
-_CURRENCY_WORD = re.compile(
-    r"(?<!\w)(?:dollar\w*|euros?|sterlin[ae]|pounds?|yen|rupi[ae]|rupees?|yuan|franchi|francs?"
-    r"|lir[ae]|cents?|centesimi|usd|eur|gbp)(?!\w)",
-    re.IGNORECASE,
-)
 _WORDS_AFTER = re.compile(r"[^\w,;]*(?:\w+[^\w,;]+){0,2}\w+")  # up to three, in its clause
 # the word just before an amount, at most two characters from it. (When this lived in
 # data/numbers.py, the number format's pattern of the same name, defined later, replaced the
@@ -48,14 +43,14 @@ def _amounts(source: str) -> dict[int, tuple[str, str]]:
     return {at: (before, after) for _, at, before, after in claims.values()}
 
 
-def restore_currency(source: str, translation: str) -> str:
+def restore_currency(source: str, translation: str, words: PairWords = NO_WORDS) -> str:
     """``translation`` with the currency symbols of the source's amounts put back where it
     wrote an amount's number bare: "Price: $19.99" → "Prezzo: 19,99" becomes "Prezzo:
     $19,99". The symbol goes on the side the translation writes its other amounts with it
     ("10 a 20$" → "10$ a 20$"), else the source's side. The k-th "5" of the source is the
     k-th "5" of the translation; a number the two do not write equally often is left alone,
     and so is one written with a symbol in the same run of characters ("5–10$") or with a
-    currency word next to it."""
+    currency word of the pair's languages (``words``) next to it."""
     if not any(c in source for c in CURRENCY_SYMBOLS):
         return translation
     amounts = _amounts(source)
@@ -89,7 +84,7 @@ def restore_currency(source: str, translation: str) -> str:
             + " "
             + (before_word.group(0) if before_word else "")
         )
-        if _CURRENCY_WORD.search(around):
+        if words.currency_word.search(around):
             continue
         symbol = (before + after).strip()
         if re.search(rf"\d\s?{re.escape(symbol)}", translation) and before:

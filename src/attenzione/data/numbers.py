@@ -25,6 +25,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from attenzione import config
+from attenzione.languages import CURRENCY_CODE_NAMES, PairWords, pair_words
+
+# the words of no language: what a number step knows of a pair without profiles
+NO_WORDS = pair_words(None, None)
 
 # digits, optionally grouped, with a decimal part, or joined into one expression by - / :
 # ("2017", "1,000", "3.5", "555-1234", "10:30", "2017-05-01"): one number to copy whole
@@ -34,8 +38,8 @@ NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,:/-]\d+)*(?!\w)")
 # a number run into the letters of a word: "10men", "17unds" (the word follows the digits).
 # Two letters at least, and no digit after them: "1º", "2x", "4x4", "3a2" are forms, not glue
 GLUED = re.compile(r"(?<![\w.,])(\d+(?:[.,:/-]\d+)*)([^\W\d_]{2,})(?!\d)")
-# Italian writes these with the digits ("un 18enne", "10mila euro", "il 150esimo"): kept whole
-_ITALIAN_SUFFIX = re.compile(r"(?:enne|enni|mila|esim[oaie]|ennale|ennali)", re.IGNORECASE)
+# a language may write a suffix on the digits (Italian "un 18enne", "10mila euro", "il
+# 150esimo"): kept whole (the profiles' ``numbers.numeral_suffixes``)
 
 
 def numbers(text: str) -> list[str]:
@@ -57,7 +61,7 @@ def take(pool: Counter[str], number: str, *, other_separators: bool = True) -> b
     return False
 
 
-def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
+def _unglue(source: str, translation: str, wanted: Counter[str], words: PairWords) -> str:
     """Set apart each glued number of ``translation`` that is a source number it lacks."""
     missing = wanted.copy()
     for m in NUMBER.finditer(translation):
@@ -67,7 +71,7 @@ def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
     def split(m: re.Match[str]) -> str:
         number, word = m.group(1), m.group(2)
         if (
-            _ITALIAN_SUFFIX.fullmatch(word)
+            words.numeral_suffix.fullmatch(word)
             or m.group(0).lower() in source_glued
             or not take(missing, number)
         ):
@@ -77,12 +81,13 @@ def _unglue(source: str, translation: str, wanted: Counter[str]) -> str:
     return GLUED.sub(split, translation)
 
 
-def repair_numbers(source: str, translation: str) -> str:
-    """``translation`` with each number the source lacks replaced by a missing source number."""
+def repair_numbers(source: str, translation: str, words: PairWords = NO_WORDS) -> str:
+    """``translation`` with each number the source lacks replaced by a missing source number
+    (``words``: the pair's, whose numeral suffixes a number may carry glued on)."""
     wanted = Counter(numbers(source))
     if not wanted:
         return translation
-    translation = _unglue(source, translation, wanted)
+    translation = _unglue(source, translation, wanted, words)
     found = list(NUMBER.finditer(translation))
     # first pass: which translation numbers reproduce a source number (as is, or localised)
     stray: list[re.Match[str]] = []
@@ -139,48 +144,31 @@ _VERSION = {"point": re.compile(r"\d+(?:\.\d+){2,}"), "comma": re.compile(r"\d+(
 _SEPARATED = re.compile(r"\d[.,]\d")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Words before a decimal-looking number that make it a label, not a quantity: always
-# ("Figure 1.1", "version 2.3", "kernel 5.10"), or only capitalised, because lowercase they
-# are ordinary words ("Table 1.5" but "the table 1.5 metres long", "Release 2.3" but
-# "factories release 2.5 million tonnes")
-_LABEL_WORDS = _words(
-    "figure fig section sec chapter appendix equation eq version versions v kernel"
-)
-_CAPITAL_LABELS = _words(
-    "table release part no number vol volume item step page paragraph article art"
-)
-# after the number: "the 1.1 version", or a time ("at 2.30 pm", which Italian writes 2.30 too)
-_LABEL_AFTER = re.compile(
-    r"\s+(?:versions?|releases?|series|branch)\b|\s*[ap]\.?m\b", re.IGNORECASE
-)
-# capitalised words that are no names: months and currencies ("in March 2.5 million",
-# "EUR 2.5 million")
-_NOT_NAMES = _words(
-    "january february march april may june july august september october november december "
-    "eur usd gbp us chf jpy cad aud cny inr"
-)
+# Words before a decimal-looking number that make it a label, not a quantity, are the pair's
+# (languages/profiles: ``numbers``): always ("Figure 1.1", "version 2.3", "kernel 5.10"), or
+# only capitalised, because lowercase they are ordinary words ("Table 1.5" but "the table 1.5
+# metres long", "Release 2.3" but "factories release 2.5 million tonnes"); after the number
+# ("the 1.1 version", a time: "at 2.30 pm"); months and currency codes are capitalised words
+# that are no names ("in March 2.5 million", "EUR 2.5 million").
 _WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
 _NAME_GAP = re.compile(r"[+#]* ?(?:[<>]=? ?)?")
-# between two numbers of one list: "Lua 5.2 and 5.1", "from 4.8 to 4.9", "0.91, 0.92"
-_LIST_GAP = re.compile(r"\s*(?:,|/|and|or|to|-|–)\s*")
 
 
-def _is_name(word: str, first: bool) -> bool:
+def _is_name(word: str, first: bool, words: PairWords) -> bool:
     """A capitalised word taken for a name (of a program, a standard…): mid-sentence any
     capitalised word but a month or a currency; the first word of a sentence only when it
     could not be an ordinary word (all capitals or CamelCase: "GNOME", "MacOS", not "Add")."""
-    if not word[:1].isupper() or word.isdigit() or word.lower() in _NOT_NAMES:
+    lower = word.lower()
+    if not word[:1].isupper() or word.isdigit() or lower in words.months | CURRENCY_CODE_NAMES:
         return False
     if not first:
         return True
     return (len(word) > 1 and word.isupper()) or any(c.isupper() for c in word[1:])
 
 
-def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
+def _is_label(
+    text: str, number: re.Match[str], translation: str = "", words: PairWords = NO_WORDS
+) -> bool:
     """Whether ``number`` names something (a section, a version, a time) rather than counts:
     it opens the text as a heading does ("5.4. The network", "1.2 File Formats"), hangs on a
     word ("httpd-2.0"), follows a label word or a name ("Figure 1.1", "GNOME 3.8", "GTK+ 3.22",
@@ -191,7 +179,7 @@ def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
     name is carried ("È richiesto Python 3.8"), where an ordinary word is translated
     ("Aggiungi 1.5 tazze")."""
     start = number.start()
-    if _LABEL_AFTER.match(text, number.end()):
+    if words.label_after.match(text, number.end()):
         return True
     before = text[:start].rstrip()
     if not before:
@@ -203,18 +191,20 @@ def _is_label(text: str, number: re.Match[str], translation: str = "") -> bool:
     if m is None:
         return False
     word = m.group(1)
-    if word.lower() in _LABEL_WORDS or (word[:1].isupper() and word.lower() in _CAPITAL_LABELS):
+    if word.lower() in words.labels or (
+        word[:1].isupper() and word.lower() in words.capitalised_labels
+    ):
         return True
     # a name is followed by the number itself, not by a bracket ("Whistler (1.5 hour drive")
     gap = text[m.end(1) : start]
     if not _NAME_GAP.fullmatch(gap):
         return False
     first = not before[: m.start()].strip()
-    if _is_name(word, first):
+    if _is_name(word, first, words):
         return True
     return (
         first
-        and _is_name(word, first=False)
+        and _is_name(word, False, words)
         and label_carried(word + gap, number.group(0), translation)
     )
 
@@ -249,9 +239,12 @@ def _in_format(number: str, written: str, label: bool) -> str:
     return "-".join(out)
 
 
-def localize_numbers(source: str, translation: str, number_format: str) -> str:
+def localize_numbers(
+    source: str, translation: str, number_format: str, words: PairWords = NO_WORDS
+) -> str:
     """``translation`` with the source's numbers that it copied as written rewritten in the
-    target's ``number_format`` (see :data:`NUMBER_FORMATS`).
+    target's ``number_format`` (see :data:`NUMBER_FORMATS`); ``words``: the pair's (label
+    words, months), from its language profiles.
 
     Each number of the source that is a quantity in the other convention is rewritten where
     the translation has it as written: thousands groups always ("55,000" → "55.000"),
@@ -269,8 +262,8 @@ def localize_numbers(source: str, translation: str, number_format: str) -> str:
     label_end = -1  # where the last label ended, for the numbers listed after it
     for m in NUMBER.finditer(source):
         n = m.group(0)
-        listed = label_end >= 0 and _LIST_GAP.fullmatch(source[label_end : m.start()])
-        label = bool(listed) or _is_label(source, m, translation)
+        listed = label_end >= 0 and words.list_gap.fullmatch(source[label_end : m.start()])
+        label = bool(listed) or _is_label(source, m, translation, words)
         if label or _VERSION[written].fullmatch(n):
             label_end = m.end()
         plans.setdefault(n, []).append(_in_format(n, written, label))

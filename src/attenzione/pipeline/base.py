@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from attenzione.data.tokenizers import Tokenizer, is_byte_piece
+from attenzione.languages import minor_words, pair_words
 from attenzione.pipeline.markup import Tag, nonspace, piece_texts
 
 
@@ -76,6 +77,9 @@ class Step:
 
     name: str = ""
     places_tags: ClassVar[bool] = False
+    # what the step needs of the pair's language profiles (attenzione.languages.REQUIREMENTS):
+    # a pair's default pipeline has the step only where its profiles meet every need
+    needs: ClassVar[tuple[str, ...]] = ()
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         return segments
@@ -101,7 +105,8 @@ class Context:
         not_free: frozenset[str] = frozenset(),
         number_format: str = "keep",
         place_tags: Callable[[Segment, Sequence[int]], list[tuple[int, Tag]]] | None = None,
-        source_language: str = "en",
+        source_language: str | None = None,
+        target_language: str | None = None,
     ) -> None:
         self.src_tokenizer = src_tokenizer
         self.max_src_tokens = max_src_tokens
@@ -110,7 +115,14 @@ class Context:
         self.not_free = not_free
         self.number_format = number_format
         self.place_tags = place_tags
-        self.source_language = source_language  # ISO 639-1: how sentences end (split)
+        # ISO 639-1 codes (None: unknown): how sentences end (split), and the words of the
+        # pair's language profiles the steps look for. A context that names neither language
+        # (a model from before info.json named its pair) reads English into Italian.
+        if source_language is None and target_language is None:
+            source_language, target_language = "en", "it"
+        self.source_language = source_language or ""
+        self.pair_words = pair_words(source_language, target_language)
+        self.minor_words = minor_words(source_language, target_language)
         # a model trained with corpus tags reads one tag token before the text: a place kept
         self.reserved = 1 if getattr(src_tokenizer, "tags", ()) else 0
         self._carried: dict[str, bool] = {}  # character -> carried as a pictograph

@@ -54,6 +54,7 @@ def with_names(text: str, ctx: Context) -> str:
 
 class Capitals(Step):
     name = NAME
+    needs = ("sentence-case",)  # a German line's nouns keep their capitals
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         words = " ".join(s.text for s in segments if s.translate)

@@ -20,6 +20,7 @@ NAME = "continuation"
 
 class Continuation(Step):
     name = NAME
+    needs = ("target-sentence-case",)  # a German continuation may start with a noun
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         for i, seg in enumerate(segments):

@@ -19,6 +19,9 @@ NAME = "number-format"
 
 class NumberFormat(Step):
     name = NAME
+    # a section number or a version ("Figure 1.1", "GNOME 3.8") is no quantity: the source
+    # language's profile names its label words
+    needs = ("source-number-labels",)
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         for seg in segments:
@@ -27,4 +30,4 @@ class NumberFormat(Step):
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
         source = segment.text if segment.source is None else segment.source
-        return localize_numbers(source, text, ctx.number_format)
+        return localize_numbers(source, text, ctx.number_format, ctx.pair_words)

@@ -31,4 +31,5 @@ class Numbers(Step):
 
     def restore(self, segment: Segment, text: str, ctx: Context, tokens: Sequence[int]) -> str:
         source = segment.text if segment.source is None else segment.source
-        return restore_currency(source, repair_numbers(source, text))
+        words = ctx.pair_words
+        return restore_currency(source, repair_numbers(source, text, words), words)

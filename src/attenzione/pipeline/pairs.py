@@ -3,67 +3,58 @@
 A model directory's ``info.json`` records the pipeline it applies (``"pipeline": {"steps":
 [...], "terms": {name: weight}}``); ``attenzione train`` writes :func:`default_pipeline` of its
 ``--src-lang``/``--tgt-lang`` there, and a model that records none is given the default of its
-pair (:func:`pipeline_of`). English↔Italian, the pairs this project was built and measured on,
-get every step and the four ranking terms at their measured weights — exactly what the shipped
-``en-it`` and ``it-en`` models record, so their translations do not change. Any other pair, or
-an unknown language, gets only what knows no language:
+pair (:func:`pipeline_of`).
 
-==========================  ========  ===========================================================
-``normalize``               generic   NFC, ’ → ', spaces: what every corpus was read with
-``carry``                   generic   tags, addresses, pictographs, bare punctuation carried over
-``capitals``                no        recapitalises from an English/Italian view of case (German
-                                      nouns would lose theirs)
-``title-case``              no        a list of English minor words
-``split``                   generic   sentence splitting and word cuts (pieces joined by a space)
-``continuation``            no        lower-cases a continuation's first letter (German nouns)
-``number-format``           no        assumes the target writes numbers the en/it ways
-``numbers``                 generic   digit repair against the source's digits; its currency
-                                      words are en/it and simply match nothing in other text
-``inline-tags``             generic   tag pairs placed by cross-attention
-``names``                   generic   letters spelled in bytes read with base letters, checked
-                                      against the model's own word lists
-``number-coverage``         generic   per source digit not written
-``punctuation-coverage``    off       clause commas are language-specific ("Ich weiß, dass …")
-``attention-coverage``      generic   GNMT's coverage penalty
-``word-check``              off       needs a word list and assumes letters-only words
-``doubled-marks``           generic   no mark twice in a row unless the source has it so
-==========================  ========  ===========================================================
+Each step and ranking term declares what it needs of the pair's language profiles
+(``Step.needs``, ``ranking_term(needs=…)``; the requirements are
+:data:`attenzione.languages.REQUIREMENTS`, the profiles ``attenzione/languages/profiles/``):
+a pair's default has those whose needs its profiles meet, and every other term at weight 0.
+A language without a profile meets none, so it gets only what knows no language:
 
-A model whose ``info.json`` does not name both languages (older directories) keeps the
-behaviour it always had: every step and every term at its default weight (:func:`pipeline_of` gives
-``{}``).
+==========================  ===================================================================
+``normalize``               NFC, ’ → ', spaces: what every corpus was read with
+``carry``                   tags, addresses, pictographs, bare punctuation carried over
+``capitals``                needs sentence case on both sides (German nouns keep capitals)
+``title-case``              needs the source's title-case minor words
+``split``                   sentence splitting (sentencex's rules for the source language)
+``continuation``            needs a target in sentence case (a German noun starts upper-case)
+``number-format``           needs the source's number labels ("Figure 1.1" is no quantity)
+``numbers``                 digit repair against the source's digits (currency words and
+                            numeral suffixes: the pair's profiles', if any)
+``inline-tags``             tag pairs placed by cross-attention
+``names``                   letters spelled in bytes read with base letters
+``number-coverage``         per source digit not written
+``punctuation-coverage``    needs the same comma rules on both sides ("Ich weiß, dass …")
+``attention-coverage``      GNMT's coverage penalty
+``word-check``              needs a target without compounds (a word list cannot hold them)
+``doubled-marks``           no mark twice in a row unless the source has it so
+==========================  ===================================================================
+
+English→Italian gets every step and term, as the shipped model records; Italian→English every
+one but ``title-case`` (Italian headlines are not in title case: the shipped it→en model, which
+records it, keeps it until it is shipped again). A model whose ``info.json`` does not name both
+languages (older directories) keeps the behaviour it always had: every step and every term at
+its default weight (:func:`pipeline_of` gives ``{}``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from attenzione.pipeline import STEP_NAMES, Pipeline
+from attenzione.languages import meets
+from attenzione.pipeline import STEPS, Pipeline
 from attenzione.search.ranking import RANKING_TERMS, TERM_NAMES, Terms
-
-# the pairs whose language rules the steps hold (English and Italian, both ways)
-KNOWN_PAIRS = frozenset({("en", "it"), ("it", "en")})
-# the steps and ranking terms that know no language (see the table above)
-GENERIC_STEPS = frozenset({"normalize", "carry", "split", "numbers", "inline-tags", "names"})
-GENERIC_TERMS = frozenset({"number-coverage", "attention-coverage", "doubled-marks"})
-# the terms the en↔it models record (doubled-marks, unrecorded, is on at its default)
-_KNOWN_PAIR_TERMS = ("number-coverage", "punctuation-coverage", "attention-coverage", "word-check")
 
 
 def default_pipeline(source_language: str, target_language: str) -> dict[str, Any]:
     """The ``{"steps": [...], "terms": {name: weight}}`` a model of this pair applies unless
-    its ``info.json`` says otherwise: every step for English↔Italian, the generic ones (in the
-    default order) for any other pair; the terms a pair does not use are recorded at 0 (off)."""
-    pair = (source_language.strip().lower(), target_language.strip().lower())
-    if pair in KNOWN_PAIRS:
-        return {
-            "steps": list(STEP_NAMES),
-            "terms": {name: RANKING_TERMS[name].default for name in _KNOWN_PAIR_TERMS},
-        }
+    its ``info.json`` says otherwise: the steps (in the default order) and terms whose needs
+    the pair's language profiles meet; every other term is recorded at 0 (off)."""
+    source, target = source_language.strip().lower(), target_language.strip().lower()
     return {
-        "steps": [name for name in STEP_NAMES if name in GENERIC_STEPS],
+        "steps": [step.name for step in STEPS if meets(step.needs, source, target)],
         "terms": {
-            name: term.default if name in GENERIC_TERMS else 0.0
+            name: term.default if meets(term.needs, source, target) else 0.0
             for name, term in RANKING_TERMS.items()
         },
     }

@@ -1,11 +1,12 @@
 """Step ``title-case``: a headline in title case is read with its ordinary words in lower case.
 
 "Scientists Discover New Species in the Amazon": the model took "Doors" for a name and left
-it untranslated. A line in (English) title case — every word after the first capitalised but
-the short ones title case leaves alone, at least two of them of four letters or more — is
-read with each capitalised word lower-cased where it is an ordinary word (see
-:func:`truecase`). A sentence with a lower-case verb ("Mother Teresa won the Nobel Peace
-Prize") is not in title case; neither is a line in capitals (the ``capitals`` step's).
+it untranslated. A line in title case — every word after the first capitalised but the short
+ones title case leaves alone (the minor words of the pair's language profiles), at least two
+of them of four letters or more — is read with each capitalised word lower-cased where it is
+an ordinary word (see :func:`truecase`). A sentence with a lower-case verb ("Mother Teresa
+won the Nobel Peace Prize") is not in title case; neither is a line in capitals (the
+``capitals`` step's).
 """
 
 from __future__ import annotations
@@ -17,17 +18,12 @@ from attenzione.pipeline.words import WORD, ends_sentence, in_capitals
 
 NAME = "title-case"
 
-# The short words English title case leaves in lower case ("Species in the Amazon").
-_MINOR_WORDS = frozenset({
-    "a", "an", "the", "and", "but", "or", "nor", "for", "so", "yet", "as", "at", "by", "in",
-    "of", "off", "on", "per", "to", "up", "via", "vs", "v",
-})  # fmt: skip
 
-
-def title_case(text: str) -> bool:
-    """Whether ``text`` is written in (English) title case (see the module docstring)."""
+def title_case(text: str, minor: frozenset[str]) -> bool:
+    """Whether ``text`` is written in title case with the ``minor`` words (the short words it
+    leaves in lower case, "Species in the Amazon": the language profiles')."""
     words = WORD.findall(text)[1:]
-    if any(not w[:1].isupper() and w not in _MINOR_WORDS for w in words):
+    if any(not w[:1].isupper() and w not in minor for w in words):
         return False
     return sum(len(w) >= 4 and w[:1].isupper() for w in words) >= 2
 
@@ -75,12 +71,13 @@ def truecase(text: str, ctx: Context, *, starts: bool) -> str:
 
 class TitleCase(Step):
     name = NAME
+    needs = ("source-title-case",)
 
     def prepare(self, segments: list[Segment], ctx: Context) -> list[Segment]:
         words = " ".join(s.text for s in segments if s.translate)
         # a line in capitals (read in sentence case by the capitals step, or not) is left alone
         capitals = any(s.capitals for s in segments)
-        if capitals or in_capitals(words) or not title_case(words):
+        if capitals or in_capitals(words) or not title_case(words, ctx.minor_words):
             return segments
         starts = True
         for seg in segments:

@@ -80,6 +80,8 @@ class RankingTerm:
     name: str
     default: float
     build: Builder
+    # what the term needs of the pair's language profiles (attenzione.languages.REQUIREMENTS)
+    needs: tuple[str, ...] = ()
 
 
 # the ranking terms, in the order beam search applies them (each name -> its entry)
@@ -88,13 +90,16 @@ RANKING_TERMS: dict[str, RankingTerm] = {}
 TERM_NAMES: dict[str, str] = {}
 
 
-def ranking_term(name: str, default: float) -> Callable[[Builder], Builder]:
-    """Register the decorated function as the builder of the ranking term ``name``."""
+def ranking_term(
+    name: str, default: float, *, needs: tuple[str, ...] = ()
+) -> Callable[[Builder], Builder]:
+    """Register the decorated function as the builder of the ranking term ``name``, which a
+    pair's default pipeline has where its language profiles meet ``needs``."""
 
     def register(build: Builder) -> Builder:
         if name in RANKING_TERMS:
             raise ValueError(f"a ranking term named {name!r} is registered already")
-        RANKING_TERMS[name] = RankingTerm(name, default, build)
+        RANKING_TERMS[name] = RankingTerm(name, default, build, needs)
         TERM_NAMES[name] = name.replace("-", "_")
         return build
 
@@ -108,7 +113,7 @@ def _number_coverage(batch: TermBatch, weight: float) -> Term | None:
     return SymbolCoverage(batch.symbols[:, digits], batch.table[:, digits], weight)
 
 
-@ranking_term("punctuation-coverage", PUNCTUATION_COVERAGE)
+@ranking_term("punctuation-coverage", PUNCTUATION_COVERAGE, needs=("same-comma-rules",))
 def _punctuation_coverage(batch: TermBatch, weight: float) -> Term | None:
     """Per comma, semicolon, colon or bracket of the source not written (CARRIED_MARKS)."""
     if not batch.scoring.n_marks:  # the target vocabulary writes none of them
@@ -124,7 +129,7 @@ def _attention_coverage(batch: TermBatch, weight: float) -> Term | None:
     return AttentionCoverage(batch.ids, batch.scoring.attention_layer, weight, c.pad_id, c.eos_id)
 
 
-@ranking_term("word-check", WORD_PENALTY)
+@ranking_term("word-check", WORD_PENALTY, needs=("target-word-list",))
 def _word_check(batch: TermBatch, weight: float) -> Term | None:
     """Per word written that is neither known nor in the source (in total log-prob; needs
     the model's word list)."""

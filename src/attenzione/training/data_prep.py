@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from attenzione.config import TrainConfig
 from attenzione.data import (
@@ -241,7 +242,7 @@ def _build_splits(
         exclude |= read_sentence_keys(path)
     extra_dev: dict[str, Pairs] = {}
     for name, path in map(parse_named_path, cfg.extra_dev):
-        pairs = _turned(cfg, load_corpus(path))
+        pairs = _read(cfg, path)
         extra_dev[name] = [(normalize(s), normalize(t)) for s, t in pairs]
         exclude |= {sentence_key(x) for pair in pairs for x in pair}
     report: dict[str, dict[str, object]] = {}
@@ -249,7 +250,7 @@ def _build_splits(
     primary = CorpusSpec(cfg.data, cfg.data_weight)
     stats: dict[str, object] = {}
     # a malformed line stops the run with file:line, unless the user asked to skip them
-    raw = _turned(cfg, load_corpus(cfg.data, skip_bad=cfg.skip_bad_lines, stats=stats))
+    raw = _read(cfg, cfg.data, stats)
     if stats.get("skipped"):
         notes.append(f"skipped {stats['skipped']} malformed lines of {cfg.data}")
     if cfg.reverse:
@@ -292,7 +293,7 @@ def _build_splits(
     for text in cfg.extra_data:
         spec = CorpusSpec.parse(text)
         stats = {}
-        raw = _turned(cfg, load_corpus(spec.path, skip_bad=cfg.skip_bad_lines, stats=stats))
+        raw = _read(cfg, spec.path, stats)
         if stats.get("skipped"):
             notes.append(f"skipped {stats['skipped']} malformed lines of {spec.path}")
         pairs, rep = clean_corpus(raw, cleaning, exclude=exclude, seen=seen)
@@ -318,8 +319,14 @@ def _build_splits(
     return train, splits.dev, splits.test, extra_dev, (dev_size, test_size)
 
 
-def _turned(cfg: TrainConfig, pairs: Pairs) -> Pairs:
-    """The pairs as the run reads them: turned round with ``--reverse``."""
+def _read(cfg: TrainConfig, path: str | Path, stats: dict[str, Any] | None = None) -> Pairs:
+    """A corpus as the run reads it: a TSV, or a Moses prefix whose files are named by the
+    pair's languages (``P.de`` and ``P.en``), turned round with ``--reverse`` (whose files are
+    the other way: the first column, and the first language, is the run's target)."""
+    first, second = (cfg.tgt_lang, cfg.src_lang) if cfg.reverse else (cfg.src_lang, cfg.tgt_lang)
+    pairs = load_corpus(
+        path, src_lang=first, tgt_lang=second, skip_bad=cfg.skip_bad_lines, stats=stats
+    )
     return [(t, s) for s, t in pairs] if cfg.reverse else pairs
 
 

@@ -29,6 +29,7 @@ import torch
 from attenzione.config import DecodeConfig
 from attenzione.data.numbers import NUMBER_FORMATS
 from attenzione.data.tokenizers import Tokenizer
+from attenzione.languages import languages_of
 from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Context, Pipeline
 from attenzione.pipeline.pairs import built_pipeline
@@ -136,7 +137,7 @@ class Translator:
             not_free=frozenset(words.translated or ()),
             number_format=words.number_format,
             place_tags=self.aligner,
-            source_language=str(self.info.get("source_language", "en")),
+            **languages_of(self.info),
         )
         scoring = self.engine.scoring
         scoring.known_words, scoring.not_free = words.known, self.ctx.not_free

@@ -150,6 +150,7 @@ def test_info_json_of_a_made_up_pair(made_up_pair: Path) -> None:
     assert res.exit_code == 0, res.output
     facts = json.loads(res.output)
     assert (facts["source_language"], facts["target_language"]) == ("xx", "yy")
+    assert facts["profiles"] == {"xx": None, "yy": None}
     assert not LANGUAGE_STEPS & set(facts["steps"])
     assert {"carry", "split", "inline-tags"} <= set(facts["steps"])
     assert set(facts["terms"]) == {"number-coverage", "attention-coverage", "doubled-marks"}
@@ -169,6 +170,7 @@ def test_info_of_a_shipped_model_reports_its_own_pipeline(name: str) -> None:
         assert res.exit_code == 0, res.output
         facts = json.loads(res.output)
         assert [facts["source_language"], facts["target_language"]] == name.split("-")
+        assert set(facts["profiles"]) == set(name.split("-")) and all(facts["profiles"].values())
         assert facts["steps"] == recorded["steps"]
         assert {k: v for k, v in facts["terms"].items() if k in recorded["terms"]} == {
             k: v for k, v in recorded["terms"].items() if v > 0

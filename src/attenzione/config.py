@@ -322,8 +322,8 @@ class TrainConfig(_JsonMixin):
     clean_identical_min_words: int | None = 3
     clean_untranslated: bool = True
     strip_accelerators: bool = True
-    # the pair's languages, as the untranslated filter reads them (its function words know
-    # "en" and "it"; with any other code that filter keeps everything)
+    # the pair (default en→it): recorded in info.json, named by a Moses prefix's files; its
+    # language profiles (attenzione.languages) choose its pipeline and cleaning function words
     src_lang: str = "en"
     tgt_lang: str = "it"
     # read every corpus, extra dev set and excluded set the other way: the second column is

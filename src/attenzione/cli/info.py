@@ -80,6 +80,9 @@ def describe(directory: Path) -> dict[str, Any]:
         "src_vocab_size": cfg.src_vocab_size,
         "tgt_vocab_size": cfg.tgt_vocab_size,
         "bytes": sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()),
+        # the language profile each side has (None: that side's language has none, and the
+        # steps and terms that need one are off by default)
+        "profiles": {lang: _profile_name(lang) for lang in (source, target)},
         "steps": steps,
         "terms": {name: w for name, w in weights.to_dict().items() if w > 0},
         "pipeline_recorded": bool(info.get("pipeline")),
@@ -90,6 +93,13 @@ def describe(directory: Path) -> dict[str, Any]:
         "attribution": info.get("attribution"),
         "scores": scores,
     }
+
+
+def _profile_name(code: Any) -> str | None:
+    from attenzione.languages import profile
+
+    found = profile(code) if isinstance(code, str) else None
+    return found.name if found else None
 
 
 def _score(value: Any) -> str:
@@ -125,6 +135,12 @@ def info(
             f"d_model {facts['d_model']}, {facts['heads']} heads, d_ff {facts['d_ff']}, "
             f"{facts['encoder_layers']}+{facts['decoder_layers']} layers; vocabularies "
             f"{facts['src_vocab_size']} source, {facts['tgt_vocab_size']} target",
+        ),
+        (
+            "profiles",
+            ", ".join(
+                f"{k} {v or '(none: generic steps only)'}" for k, v in facts["profiles"].items()
+            ),
         ),
         (
             "steps",

@@ -318,3 +318,26 @@ print(codes, "torch" in sys.modules)
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[0, 0, 0, 0, 2, 2, 0] False", out.stdout + out.stderr
+
+
+def test_evaluate_searches_with_the_length_penalty_translate_uses(
+    model: Path, tmp_path: Path
+) -> None:
+    """``evaluate --length-penalty`` scores the translations ``translate --length-penalty``
+    writes (the Multi30k recipe chooses the penalty on val, then scores with it)."""
+    sources = ["the cat", "the dog is here", "the cat is not here"]
+    tsv = tmp_path / "test.tsv"
+    tsv.write_text("".join(f"{s}\til gatto\n" for s in sources))
+    (tmp_path / "src.txt").write_text("".join(s + "\n" for s in sources))
+    for penalty in ("0", "2.5"):
+        hyp, out = tmp_path / f"hyp{penalty}.txt", tmp_path / f"out{penalty}.txt"
+        common = ["--model", str(model), "--beam", "3", "--length-penalty", penalty, "--raw"]
+        res = _run(["evaluate", *common, "--data", str(tsv), "--hypotheses", str(hyp)])
+        assert res.exit_code == 0, res.output
+        res = _run(["translate", *common, "-i", str(tmp_path / "src.txt"), "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        assert hyp.read_text().splitlines() == out.read_text().splitlines()
+    _one_line_error(
+        _run(["evaluate", "--model", str(model), "--data", str(tsv), "--length-penalty", "-1"]),
+        "length-penalty",
+    )

@@ -55,6 +55,9 @@ def evaluate(
     beam: int = typer.Option(
         4, "--beam", "-b", "--beam-size", help="Beam size (1 = greedy).", callback=at_least(1)
     ),
+    length_penalty: float = typer.Option(
+        1.0, help="Beam length penalty α: score = log p / length^α.", callback=at_least(0)
+    ),
     hypotheses: Path | None = typer.Option(
         None,
         "--hypotheses",
@@ -100,7 +103,7 @@ def evaluate(
         from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
         from attenzione.translator.translator import Translator
 
-        search = search_config(beam)
+        search = search_config(beam, length_penalty=length_penalty)
         check_search(directory, search)  # a beam too wide: one line, before the work
         from attenzione.languages import languages_of
         from attenzione.translator.model_dir import read_info

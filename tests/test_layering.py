@@ -20,6 +20,7 @@ LAYERS = {
     "config": 0,
     "atomic": 0,
     "threads": 0,
+    "languages": 0,
     "data": 1,
     "documents": 1,
     "viz": 1,

@@ -37,6 +37,23 @@ def _write(data: Path, split: str, pairs: list[tuple[str, str]]) -> None:
         (data / "tok" / f"{split}.lc.norm.tok.{lang}").write_text(text, encoding="utf-8")
 
 
+def _recipe(data: Path, run: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The recipe on ``data`` (xx→yy), a few tiny-model steps."""
+    return subprocess.run(
+        ["bash", str(SCRIPT), str(data), "xx", "yy", str(run), "0.3"],
+        env={
+            **os.environ,
+            "ATTENZIONE_RECIPE_MAX_STEPS": "4",
+            "ATTENZIONE_RECIPE_PRESET": "tiny",
+            "ATTENZIONE_RECIPE_THREADS": "1",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="the recipe is a bash script")
 def test_recipe_prints_one_bleu_line_per_test_file(tmp_path: Path) -> None:
     rng = random.Random(0)
@@ -52,20 +69,8 @@ def test_recipe_prints_one_bleu_line_per_test_file(tmp_path: Path) -> None:
     refs = (data / "tok" / f"{TESTS[0]}.lc.norm.tok.yy").read_text(encoding="utf-8")
     with gzip.open(data / "raw" / f"{TESTS[0]}.yy.gz", "wt", encoding="utf-8") as f:
         f.write(refs.title())
-    env = {
-        **os.environ,
-        "ATTENZIONE_RECIPE_MAX_STEPS": "4",
-        "ATTENZIONE_RECIPE_PRESET": "tiny",
-        "ATTENZIONE_RECIPE_THREADS": "1",
-    }
     run = tmp_path / "run"
-    done = subprocess.run(
-        ["bash", str(SCRIPT), str(data), "xx", "yy", str(run), "0.3"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _recipe(data, run)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [ln for ln in done.stdout.splitlines() if re.match(r"test_\S+ BLEU ", ln)]
     assert sorted(ln.split()[0] for ln in lines) == sorted(TESTS)
@@ -85,3 +90,27 @@ def test_recipe_explains_its_usage(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 2 and "train.lc.norm.tok.en" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the recipe is a bash script")
+def test_the_cased_variant_trains_and_tests_on_the_raw_text(tmp_path: Path) -> None:
+    """ATTENZIONE_RECIPE_TEXT=raw reads DATA/raw/ (gzipped, cased, as the dataset ships it)
+    and scores with sacreBLEU's defaults."""
+    rng = random.Random(1)
+    data = tmp_path / "data"
+    (data / "raw").mkdir(parents=True)
+    for split, n in (("train", 300), ("val", 12), (TESTS[0], 8)):
+        pairs = _made_up_pairs(n, rng)
+        for i, lang in enumerate(("xx", "yy")):
+            with gzip.open(data / "raw" / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("".join(p[i].capitalize().replace(" .", ".") + "\n" for p in pairs))
+    run = tmp_path / "run"
+    done = _recipe(data, run, ATTENZIONE_RECIPE_TEXT="raw")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [ln for ln in done.stdout.splitlines() if re.match(r"test_\S+ BLEU ", ln)]
+    assert len(lines) == 1 and re.match(rf"{TESTS[0]} BLEU \d+(\.\d+)? \(raw text, cased", lines[0])
+    assert "text raw" in (run / "settings.txt").read_text(encoding="utf-8")
+    trained = (run / "data" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(trained) == 300 and trained[0][:1].isupper()
+    done = _recipe(data, tmp_path / "run2", ATTENZIONE_RECIPE_TEXT="cased")
+    assert done.returncode == 2 and "ATTENZIONE_RECIPE_TEXT must be tok or raw" in done.stderr

@@ -1,4 +1,4 @@
-"""BLEU for the Multi30k recipe: ``python score.py HYP REF_TOK [REF_RAW]``.
+"""BLEU for the Multi30k recipe: ``python score.py [--text tok|raw] HYP REF [REF_RAW]``.
 
 Prints the BLEU of ``HYP`` (the model's tokenized, lower-cased output, one line a sentence)
 against ``REF_TOK`` exactly as the benchmark's papers compute it (sacreBLEU ``--tokenize none``:
@@ -7,6 +7,9 @@ the dataset's own Moses tokenization, lower-cased, like ``multi-bleu.perl``). Wi
 tokenization against it, case-insensitively: the model is trained lower-cased, so a cased
 score would only count its missing capitals. The hypothesis is first brought back towards raw
 text (entities unescaped, punctuation re-attached), an approximation of Moses' detokenizer.
+
+With ``--text raw`` (the recipe's cased variant: a model trained on the raw text) ``REF`` is
+the raw reference and the one figure printed is sacreBLEU's default: 13a, cased.
 """
 
 from __future__ import annotations
@@ -36,20 +39,28 @@ def detokenize(line: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
-        print("usage: python score.py HYP REF_TOK [REF_RAW]", file=sys.stderr)
+    text = "tok"
+    if argv[:1] == ["--text"] and len(argv) > 1:
+        text, argv = argv[1], argv[2:]
+    if text not in ("tok", "raw") or len(argv) not in (2, 3) or (text == "raw" and len(argv) != 2):
+        print("usage: python score.py [--text tok|raw] HYP REF [REF_RAW]", file=sys.stderr)
         return 2
     hyps, refs = read_lines(argv[0]), read_lines(argv[1])
     if len(hyps) != len(refs):
         print(f"{argv[0]} has {len(hyps)} lines but {argv[1]} has {len(refs)}", file=sys.stderr)
         return 1
-    tok = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score
+    if text == "raw":
+        print(f"{sacrebleu.corpus_bleu(hyps, [refs]).score:.2f}")
+        return 0
+    tok = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True).score
     out = [f"{tok:.2f}"]
     if len(argv) == 3:
         raw = read_lines(argv[2])
         if len(raw) == len(hyps):
             detok = [detokenize(h) for h in hyps]
-            out.append(f"{sacrebleu.corpus_bleu(detok, [raw], lowercase=True).score:.2f}")
+            out.append(
+                f"{sacrebleu.corpus_bleu(detok, [raw], lowercase=True, force=True).score:.2f}"
+            )
     print(" ".join(out))
     return 0
 

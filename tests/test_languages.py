@@ -47,11 +47,14 @@ def test_a_bad_profile_is_one_line_naming_the_field() -> None:
         ({**good, "compounds": "no"}, "'compounds'"),
         ({**good, "function_words": "the a"}, "'function_words'"),
         ({**good, "numbers": {"labels": ["x"], "units": []}}, "'numbers'"),
+        ({**good, "title_case_minor_words": [""]}, "'title_case_minor_words'"),
         ({k: v for k, v in good.items() if k != "name"}, "'name'"),
     ]:
         with pytest.raises(ValueError, match=field) as info:
             Profile.from_dict(broken, "zz.json")
         assert "\n" not in str(info.value) and "zz.json" in str(info.value)
+    with pytest.raises(ValueError, match="JSON object"):
+        Profile.from_dict(["en"], "zz.json")  # type: ignore[arg-type]
 
 
 def test_every_declared_need_is_a_requirement_there_is() -> None:

@@ -78,6 +78,8 @@ class Profile:
                 raise bad(name, "a list of words")
             return frozenset(w.lower() for w in value)
 
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: a profile is a JSON object")
         for name, kind in (("code", str), ("name", str), ("compounds", bool)):
             if not isinstance(data.get(name), kind):
                 raise bad(name, f"a {kind.__name__}")
@@ -94,7 +96,9 @@ class Profile:
             case=data["case"],
             commas=data["commas"],
             compounds=data["compounds"],
-            title_case_minor_words=words(data.get("title_case_minor_words", []), "minor words"),
+            title_case_minor_words=words(
+                data.get("title_case_minor_words", []), "title_case_minor_words"
+            ),
             numbers={k: words(numbers.get(k, []), f"numbers.{k}") for k in _NUMBER_LISTS},
             currency_words=tuple(sorted(words(currency, "currency_words"))),
             function_words=words(data.get("function_words", []), "function_words"),

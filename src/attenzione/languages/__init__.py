@@ -190,10 +190,15 @@ def _alternatives(words: Iterable[str]) -> str:
     return "|".join(parts) or _NEVER
 
 
+def _profiles(source: str | None, target: str | None) -> list[Profile]:
+    """The profiles of the pair's languages that have one."""
+    return [p for p in (profile(source), profile(target)) if p is not None]
+
+
 @cache
 def pair_words(source: str | None, target: str | None) -> PairWords:
     """The :class:`PairWords` of the pair ``source`` → ``target`` (either may be unknown)."""
-    found = [p for p in (profile(source), profile(target)) if p is not None]
+    found = _profiles(source, target)
 
     def union(key: str) -> frozenset[str]:
         return frozenset().union(*(p.numbers.get(key, frozenset()) for p in found))
@@ -228,7 +233,7 @@ CURRENCY_CODE_NAMES = frozenset(
 
 def minor_words(source: str | None, target: str | None) -> frozenset[str]:
     """The title-case minor words of the pair's languages (their union)."""
-    found = [p for p in (profile(source), profile(target)) if p is not None]
+    found = _profiles(source, target)
     return frozenset().union(*(p.title_case_minor_words for p in found))
 
 

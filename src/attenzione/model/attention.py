@@ -33,6 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attenzione.model.dropout import dropout
+
 BACKENDS = ("auto", "math", "fused", "chunked")
 DEFAULT_CHUNK = 256
 
@@ -94,7 +96,7 @@ def _math(
     weights = torch.softmax(scores, dim=-1)  # α_ij, each row sums to 1 over allowed keys
     if has_key is not None:
         weights = weights * has_key  # empty rows: all zeros
-    attn = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    attn = dropout(weights, dropout_p)
     return torch.matmul(attn, v), weights  # (B,H,Tq,Tk)@(B,H,Tk,Dv) -> (B,H,Tq,Dv)
 
 

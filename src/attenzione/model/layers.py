@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from attenzione.config import ModelConfig
 from attenzione.model.attention import AttentionRecord, MultiHeadAttention
 from attenzione.model.cache import KVCache
+from attenzione.model.dropout import dropout
 
 # the FFN's nonlinearity by its ModelConfig.activation name
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -60,7 +61,7 @@ class FeedForward(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         h = self.act(self.linear1(x))  # (B,L,F)
         if self.training and self.dropout > 0:  # no call at all at inference
-            h = F.dropout(h, p=self.dropout)
+            h = dropout(h, self.dropout)
         out: Tensor = self.linear2(h)
         return out
 
@@ -82,7 +83,7 @@ class _Residual(nn.Module):
     def outer(self, x: Tensor, sub: Tensor) -> Tensor:
         """Combine the input with the sub-layer's output ``sub``."""
         if self.training and self.dropout > 0:
-            sub = F.dropout(sub, p=self.dropout)
+            sub = dropout(sub, self.dropout)
         y = x + sub
         out: Tensor = y if self.pre_norm else self.norm(y)
         return out

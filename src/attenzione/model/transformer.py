@@ -33,6 +33,7 @@ from attenzione.config import ModelConfig
 from attenzione.model import masks as M
 from attenzione.model.attention import AttentionRecord
 from attenzione.model.cache import KVCache, LayerCache
+from attenzione.model.dropout import dropout
 from attenzione.model.embeddings import TokenEmbedding
 from attenzione.model.layers import DecoderLayer, EncoderLayer
 from attenzione.model.positional import make_positions
@@ -143,7 +144,7 @@ class Transformer(nn.Module):
             nn.init.normal_(self.generator.weight, std=cfg.d_model**-0.5)
         if self.generator.bias is not None:
             nn.init.zeros_(self.generator.bias)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = cfg.dropout  # on embeddings + positions, in training
 
     # ------------------------------------------------------------------ embeddings
     def _embed(self, embed: TokenEmbedding, ids: Tensor, offset: int = 0) -> Tensor:
@@ -151,8 +152,7 @@ class Transformer(nn.Module):
         x = embed(ids) + self.positions(ids.shape[1], offset)  # (B,L,D) + (L,D)
         if not self.training:
             return x
-        out: Tensor = self.dropout(x)
-        return out
+        return dropout(x, self.dropout)
 
     # ------------------------------------------------------------------ encoder
     def encode(self, src_ids: Tensor, *, need_weights: bool = False) -> EncoderOutput:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attenzione.config import ModelConfig
 from attenzione.model.dropout import dropout
-from attenzione.model.transformer import Transformer
+from tiny_model import toy_transformer
 
 
 def test_zero_probability_is_the_identity() -> None:
@@ -53,21 +52,9 @@ def test_p_of_one_drops_everything() -> None:
 
 @pytest.mark.parametrize("training", [True, False])
 def test_the_model_drops_only_in_training(training: bool) -> None:
-    cfg = ModelConfig(
-        src_vocab_size=20,
-        tgt_vocab_size=20,
-        d_model=16,
-        n_heads=2,
-        d_head=8,
-        d_ff=32,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.3,
-        max_len=16,
-    )
-    model = Transformer(cfg).train(training)
-    src = torch.randint(4, 20, (2, 6))
-    tgt = torch.randint(4, 20, (2, 5))
+    model = toy_transformer(dropout=0.3).train(training)
+    src = torch.randint(4, 31, (2, 6))
+    tgt = torch.randint(4, 37, (2, 5))
     torch.manual_seed(3)
     a = model(src, tgt).logits
     torch.manual_seed(4)

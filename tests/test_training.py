@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from attenzione.cli import app
 from attenzione.config import search_config
-from attenzione.training.schedule import inverse_sqrt_lr
+from attenzione.training.schedule import cooldown_factor, inverse_sqrt_lr
 from attenzione.training.trainer import train
 from attenzione.translator.model_dir import find_model_dir, load_model, write_model_dir
 from attenzione.translator.translator import Translator
@@ -202,6 +202,41 @@ def test_schedule_warms_up_then_decays() -> None:
     assert lrs[1] == pytest.approx(5e-4)
     assert lrs[2] == pytest.approx(1e-3)
     assert lrs[3] == pytest.approx(5e-4)
+
+
+def test_cooldown_holds_the_rate_then_brings_it_linearly_to_zero() -> None:
+    assert [cooldown_factor(u, 0.2) for u in (0.0, 0.5, 0.8)] == pytest.approx([1.0, 1.0, 1.0])
+    assert cooldown_factor(0.9, 0.2) == pytest.approx(0.5)
+    assert cooldown_factor(1.0, 0.2) == 0.0 and cooldown_factor(1.3, 0.2) == 0.0
+    assert cooldown_factor(0.99, 0.0) == 1.0  # 0: no cool-down
+    assert cooldown_factor(0.25, 1.0) == pytest.approx(0.75)  # 1: from the first step
+
+
+def test_a_run_with_a_cooldown_logs_the_cooled_rate_and_the_gradient_norm(
+    corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "cool"
+    train(_cfg(corpus, out, max_steps=60, cooldown=0.5, clip_norm=0.5), **QUIET)
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    at = {r["step"]: r for r in logged if "lr" in r}
+    plain = inverse_sqrt_lr(50, peak=3e-3, warmup=30)
+    # step 50 is taken with 49 of the 60 steps spent: the last half of the budget cools down
+    assert at[50]["lr"] == pytest.approx(plain * (1 - 49 / 60) / 0.5)
+    assert at[1]["lr"] == pytest.approx(inverse_sqrt_lr(1, peak=3e-3, warmup=30))
+    for record in at.values():  # the norm before clipping, and how often the clip acted
+        assert record["grad_norm"] > 0 and 0.0 <= record["clipped"] <= 1.0
+    assert any(r["clipped"] > 0 for r in at.values())  # a clip of 0.5 does act on this run
+
+
+def test_a_cooldown_needs_a_budget_to_count_down(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--cooldown"):
+        train(_cfg(corpus, tmp_path / "r", epochs=1, cooldown=0.2), **QUIET)
+    res = CliRunner().invoke(
+        app,
+        ["train", "--data", str(corpus), "--out", str(tmp_path / "r2")]
+        + ["--max-steps", "1", "--cooldown", "1.5"],
+    )
+    assert res.exit_code == 2 and "--cooldown" in res.output and "Traceback" not in res.output
 
 
 def test_cli_train_reports_bad_input_without_traceback(tmp_path: Path) -> None:

@@ -136,6 +136,9 @@ print(int(native_bf16()))")}
 [[ $BF16 == 0 || $BF16 == 1 ]] || die "ATTENZIONE_RECIPE_BF16 must be 0 or 1, got '$BF16'"
 PRECISION=()
 [[ $BF16 == 1 ]] && PRECISION=(--bf16)
+# the learning rate cools down linearly to 0 over the last fifth of the budget (1/sqrt(step) is
+# still at ~44% of its peak after 80 minutes; docs/multi30k.md, runs table)
+COOLDOWN=0.2
 SAVE_MINUTES=$(python -c "print(max(float('$MINUTES') / 12, 0.05))")
 SHAPE=()
 # with the small preset, Transformer-Tiny's depth (4+4) and d_ff = 2 × d_model
@@ -148,7 +151,7 @@ pair $SRC-$TGT  text $TEXT  train pairs $PAIRS  word types $TYPES  target words 
 preset $PRESET ${SHAPE[*]}  joint vocabulary $VOCAB  max tokens $MAX_TOKENS
 warm-up $WARMUP steps  eval every $EVAL_EVERY steps (~$EPOCH_STEPS steps an epoch)
 a snapshot every $SAVE_MINUTES minutes (the last 5 kept for averaging)
-budget $MINUTES minutes ${STEPS[*]}  label smoothing 0.1 (TrainConfig default)  bf16 autocast $BF16
+budget $MINUTES minutes ${STEPS[*]}  cool-down over the last $COOLDOWN of it  label smoothing 0.1  bf16 autocast $BF16
 EOF
 cat "$RUN/settings.txt" >&2
 
@@ -156,8 +159,9 @@ cat "$RUN/settings.txt" >&2
 attenzione train --data "$RUN/data/train.tsv" --extra-dev "val=$RUN/data/val.tsv" \
     "${EXCLUDE[@]}" --src-lang "$SRC" --tgt-lang "$TGT" --out "$RUN/train" \
     --preset "$PRESET" "${SHAPE[@]}" --vocab-size "$VOCAB" --max-tokens "$MAX_TOKENS" \
-    --warmup-steps "$WARMUP" --eval-every "$EVAL_EVERY" --save-every-minutes "$SAVE_MINUTES" \
-    --keep-snapshots 5 --dev-size "$DEV_SIZE" --test-size 0 --max-minutes "$MINUTES" \
+    --warmup-steps "$WARMUP" --cooldown "$COOLDOWN" --eval-every "$EVAL_EVERY" \
+    --save-every-minutes "$SAVE_MINUTES" --keep-snapshots 5 --dev-size "$DEV_SIZE" \
+    --test-size 0 --max-minutes "$MINUTES" \
     "${STEPS[@]}" "${THREADS[@]}" "${PRECISION[@]}" --no-progress >&2
 
 # --- choose on val only: the model (last, or the mean of the last 3 or 5 checkpoints), then

@@ -291,6 +291,7 @@ class TrainConfig(_JsonMixin):
     max_sentences: int | None = None
     lr: float = 1e-3
     warmup_steps: int = 2000
+    cooldown: float = 0.0  # lr → 0 over this last part of the budget (training.schedule)
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
@@ -360,10 +361,6 @@ class TrainConfig(_JsonMixin):
         _check(self.data_weight > 0, f"data_weight must be > 0, got {self.data_weight}")
         _check(self.keep_snapshots >= 0, f"keep_snapshots must be >= 0, got {self.keep_snapshots}")
         _check(
-            0.0 <= self.number_augment <= 1.0,
-            f"number_augment must be in [0, 1], got {self.number_augment}",
-        )
-        _check(
             0.0 <= self.subword_sampling <= 1.0,
             f"subword_sampling must be in [0, 1] (0 = off), got {self.subword_sampling}",
         )
@@ -377,6 +374,9 @@ class TrainConfig(_JsonMixin):
         _check(self.max_tokens >= 16, f"max_tokens must be >= 16, got {self.max_tokens}")
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(self.warmup_steps >= 1, f"warmup_steps must be >= 1, got {self.warmup_steps}")
+        for name in ("cooldown", "number_augment"):
+            value = getattr(self, name)
+            _check(0.0 <= value <= 1.0, f"{name} must be in [0, 1], got {value}")
         _check(
             0.0 <= self.label_smoothing < 1.0,
             f"label_smoothing must be in [0, 1), got {self.label_smoothing}",

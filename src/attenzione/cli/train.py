@@ -172,6 +172,12 @@ def train(
     warmup_steps: int | None = typer.Option(
         None, help="Warm-up steps (default: the preset's).", callback=at_least(1)
     ),
+    cooldown: float = typer.Option(
+        0.0,
+        help="Bring the learning rate linearly down to 0 over this last fraction of the "
+        "budget (--max-steps, else this invocation's --max-minutes); 0 = no cool-down.",
+        callback=in_range(0, 1),
+    ),
     bf16: bool = typer.Option(
         False,
         "--bf16",

@@ -34,6 +34,7 @@ RESUME_MAY_CHANGE = frozenset(
         "epochs",
         "max_steps",
         "max_minutes",
+        "cooldown",
         "progress",
         "num_threads",
         "device",

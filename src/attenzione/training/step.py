@@ -56,10 +56,12 @@ def autocast(device: torch.device, bf16: bool) -> AbstractContextManager[object]
 
 @dataclass
 class StepResult:
-    """loss: this batch's mean smoothed loss per target token; tokens: its target tokens."""
+    """loss: this batch's mean smoothed loss per target token; tokens: its target tokens;
+    grad_norm: the gradient's L2 norm before clipping (what the clip compares with clip_norm)."""
 
     loss: float
     tokens: int
+    grad_norm: float = 0.0
 
 
 def train_step(
@@ -92,10 +94,10 @@ def train_step(
     loss = loss_sum / max(n_tok, 1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    # the norm is measured every step (the log reports it, clipped or not); inf = no clipping
+    norm = torch.nn.utils.clip_grad_norm_(params, clip_norm if clip_norm > 0 else float("inf"))
     optimizer.step()
-    return StepResult(float(loss.detach()), n_tok)
+    return StepResult(float(loss.detach()), n_tok, float(norm))
 
 
 class MetricsWindow:
@@ -107,19 +109,27 @@ class MetricsWindow:
 
     def reset(self) -> None:
         self.tokens, self.loss, self.steps = 0, 0.0, 0
+        self.grad_norm, self.clipped = 0.0, 0
         self.started = time.monotonic()
 
-    def add(self, result: StepResult) -> None:
+    def add(self, result: StepResult, clip_norm: float = 0.0) -> None:
         self.tokens += result.tokens
         self.loss += result.loss
+        self.grad_norm += result.grad_norm
+        self.clipped += int(clip_norm > 0 and result.grad_norm > clip_norm)
         self.steps += 1
 
     def report(self) -> dict[str, float]:
-        """{train_loss, tok_per_s} of the window (tokens of every rank), then a new window."""
+        """{train_loss, tok_per_s, grad_norm, clipped} of the window (tokens of every rank),
+        then a new window: grad_norm is the mean norm before clipping, clipped the fraction of
+        steps whose gradient the clip scaled down."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
+        steps = max(self.steps, 1)
         out = {
-            "train_loss": self.loss / max(self.steps, 1),
+            "train_loss": self.loss / steps,
             "tok_per_s": self.tokens * self.world / elapsed,
+            "grad_norm": self.grad_norm / steps,
+            "clipped": self.clipped / steps,
         }
         self.reset()
         return out

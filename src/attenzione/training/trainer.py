@@ -44,7 +44,7 @@ from attenzione.training import report
 from attenzione.training.dev_eval import evaluate
 from attenzione.training.presets import get_preset
 from attenzione.training.run_state import MetricsLog, Progress, restore_rng, training_state
-from attenzione.training.schedule import inverse_sqrt_lr
+from attenzione.training.schedule import cooldown_factor, inverse_sqrt_lr
 from attenzione.training.setup import (
     build_model,
     dist_info,
@@ -76,6 +76,7 @@ class Trainer:
         explicit: set[str] | None = None,
     ) -> None:
         self.signalled = ""  # the name of a stop signal received during train()
+        self.budget_used = 0.0  # the part of the budget spent (0…1), for the cool-down
         self.rank, self.world = dist_info()
         self.log = log if self.rank == 0 else (lambda *a, **k: None)
         self.run_dir = Path(cfg.out)
@@ -201,13 +202,13 @@ class Trainer:
             )
 
     # ------------------------------------------------------------------ evaluation
-    def _broadcast(self, value: int) -> int:
-        """Rank 0's ``value`` on every rank (identity in a single process)."""
+    def _broadcast(self, values: list[float]) -> list[float]:
+        """Rank 0's ``values`` on every rank (identity in a single process)."""
         if self.world == 1:
-            return value
-        flag = torch.tensor([value], dtype=torch.long, device=self.device)
-        dist.broadcast(flag, src=0)
-        return int(flag.item())
+            return values
+        shared = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.broadcast(shared, src=0)
+        return [float(v) for v in shared.tolist()]
 
     def _eval_and_save(self) -> None:
         """Every rank calls this at the same steps; rank 0 evaluates and writes."""
@@ -226,7 +227,7 @@ class Trainer:
             else:
                 p.evals_without_gain += 1
             self.save("last", with_state=True)
-        p.evals_without_gain = self._broadcast(p.evals_without_gain)
+        p.evals_without_gain = int(self._broadcast([p.evals_without_gain])[0])
 
     # ------------------------------------------------------------------ the loop
     def _stop_reason(self, started: float) -> str | None:
@@ -235,10 +236,14 @@ class Trainer:
             return f"reached max_steps={cfg.max_steps}"
         if cfg.epochs is not None and p.epoch >= cfg.epochs:
             return f"reached epochs={cfg.epochs}"
-        time_up = cfg.max_minutes is not None and time.monotonic() - started >= 60 * cfg.max_minutes
+        minutes = (time.monotonic() - started) / 60
+        time_used = minutes / cfg.max_minutes if cfg.max_minutes is not None else 0.0
         # Clocks (and signals) differ between ranks: rank 0 decides, or the others would wait
-        # forever in the next all-reduce.
-        code = self._broadcast(2 if self.signalled else int(time_up))
+        # forever in the next all-reduce (and would cool the learning rate down differently).
+        shared = self._broadcast([2 if self.signalled else int(time_used >= 1), time_used])
+        code, time_used = int(shared[0]), shared[1]
+        steps_used = p.step / cfg.max_steps if cfg.max_steps is not None else 0.0
+        self.budget_used = max(time_used, steps_used)  # what the cool-down counts
         if code == 2:
             return f"interrupted by {self.signalled or 'rank 0'}"
         if code == 1:
@@ -250,6 +255,8 @@ class Trainer:
         cfg = self.cfg
         if cfg.max_steps is None and cfg.epochs is None and cfg.max_minutes is None:
             raise ValueError("give a stop condition: --epochs, --max-steps or --max-minutes")
+        if cfg.cooldown > 0 and cfg.max_steps is None and cfg.max_minutes is None:
+            raise ValueError("--cooldown counts down --max-steps or --max-minutes: give one")
         with graceful_signals(self._on_signal):
             reason = self._loop()
         p = self.progress
@@ -293,6 +300,7 @@ class Trainer:
                     indices=list(idx),
                 ).to(self.device)
                 lr = inverse_sqrt_lr(p.step + 1, peak=cfg.lr, warmup=cfg.warmup_steps)
+                lr *= cooldown_factor(self.budget_used, cfg.cooldown)
                 t0 = time.monotonic()
                 result = train_step(
                     self.ddp,
@@ -308,7 +316,7 @@ class Trainer:
                 p.train_seconds += time.monotonic() - t0
                 p.step += 1
                 p.batch_in_epoch += 1
-                window.add(result)
+                window.add(result, cfg.clip_norm)
                 bar.update(1)
                 if p.step % LOG_EVERY == 0 or p.step == 1:
                     stats = window.report()

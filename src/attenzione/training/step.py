@@ -57,11 +57,12 @@ def autocast(device: torch.device, bf16: bool) -> AbstractContextManager[object]
 @dataclass
 class StepResult:
     """loss: this batch's mean smoothed loss per target token; tokens: its target tokens;
-    grad_norm: the gradient's L2 norm before clipping (what the clip compares with clip_norm)."""
+    grad_norm: the gradient's L2 norm before clipping; clipped: whether the clip scaled it."""
 
     loss: float
     tokens: int
     grad_norm: float = 0.0
+    clipped: bool = False
 
 
 def train_step(
@@ -94,10 +95,14 @@ def train_step(
     loss = loss_sum / max(n_tok, 1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    # the norm is measured every step (the log reports it, clipped or not); inf = no clipping
-    norm = torch.nn.utils.clip_grad_norm_(params, clip_norm if clip_norm > 0 else float("inf"))
+    # the norm is measured every step, clipped or not: the log reports it
+    if clip_norm > 0:
+        norm = float(torch.nn.utils.clip_grad_norm_(params, clip_norm))
+    else:
+        grads = [p.grad for p in params if p.grad is not None]
+        norm = float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0
     optimizer.step()
-    return StepResult(float(loss.detach()), n_tok, float(norm))
+    return StepResult(float(loss.detach()), n_tok, norm, clip_norm > 0 and norm > clip_norm)
 
 
 class MetricsWindow:
@@ -112,11 +117,11 @@ class MetricsWindow:
         self.grad_norm, self.clipped = 0.0, 0
         self.started = time.monotonic()
 
-    def add(self, result: StepResult, clip_norm: float = 0.0) -> None:
+    def add(self, result: StepResult) -> None:
         self.tokens += result.tokens
         self.loss += result.loss
         self.grad_norm += result.grad_norm
-        self.clipped += int(clip_norm > 0 and result.grad_norm > clip_norm)
+        self.clipped += int(result.clipped)
         self.steps += 1
 
     def report(self) -> dict[str, float]:

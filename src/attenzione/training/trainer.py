@@ -90,6 +90,14 @@ class Trainer:
             if ignored:
                 self.log("--resume keeps the run's settings: " + ", ".join(ignored))
         self.cfg = cfg
+        if cfg.cooldown > 0:  # before the data work, which may take minutes
+            if cfg.max_steps is None and cfg.max_minutes is None:
+                raise ValueError("--cooldown needs --max-steps or --max-minutes to count down")
+            if cfg.epochs is not None or cfg.patience:
+                self.log(
+                    "note: the cool-down counts down --max-steps/--max-minutes; a run that "
+                    "--epochs or --patience ends first stops before the rate is down"
+                )
         self.device = resolve_device(cfg.device)
         # None: what the machine can spare (attenzione.threads), not one thread per core
         apply_threads(cfg.num_threads)
@@ -255,8 +263,6 @@ class Trainer:
         cfg = self.cfg
         if cfg.max_steps is None and cfg.epochs is None and cfg.max_minutes is None:
             raise ValueError("give a stop condition: --epochs, --max-steps or --max-minutes")
-        if cfg.cooldown > 0 and cfg.max_steps is None and cfg.max_minutes is None:
-            raise ValueError("--cooldown counts down --max-steps or --max-minutes: give one")
         with graceful_signals(self._on_signal):
             reason = self._loop()
         p = self.progress
@@ -316,7 +322,7 @@ class Trainer:
                 p.train_seconds += time.monotonic() - t0
                 p.step += 1
                 p.batch_in_epoch += 1
-                window.add(result, cfg.clip_norm)
+                window.add(result)
                 bar.update(1)
                 if p.step % LOG_EVERY == 0 or p.step == 1:
                     stats = window.report()

@@ -101,6 +101,8 @@ def test_the_cased_variant_trains_and_tests_on_the_raw_text(tmp_path: Path) -> N
     (data / "raw").mkdir(parents=True)
     for split, n in (("train", 300), ("val", 12), (TESTS[0], 8)):
         pairs = _made_up_pairs(n, rng)
+        if split == "train":  # a tab inside a sentence, as in Multi30k's raw train.de
+            pairs[5] = (pairs[5][0], pairs[5][1].replace(" ", " \t", 1))
         for i, lang in enumerate(("xx", "yy")):
             with gzip.open(data / "raw" / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
                 f.write("".join(p[i].capitalize().replace(" .", ".") + "\n" for p in pairs))
@@ -112,5 +114,7 @@ def test_the_cased_variant_trains_and_tests_on_the_raw_text(tmp_path: Path) -> N
     assert "text raw" in (run / "settings.txt").read_text(encoding="utf-8")
     trained = (run / "data" / "train.tsv").read_text(encoding="utf-8").splitlines()
     assert len(trained) == 300 and trained[0][:1].isupper()
+    assert all(line.count("\t") == 1 for line in trained)
+    assert "train.yy.gz: 1 line(s) with a tab, read as a space" in done.stderr
     done = _recipe(data, tmp_path / "run2", ATTENZIONE_RECIPE_TEXT="cased")
     assert done.returncode == 2 and "ATTENZIONE_RECIPE_TEXT must be tok or raw" in done.stderr

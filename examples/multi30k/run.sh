@@ -112,8 +112,8 @@ if [[ -z ${PRESET:-} ]]; then
 fi
 # a joint vocabulary of a fifth of the corpus's word types (Multi30k en-de: 27k types → 5,500
 # pieces): frequent words stay whole, rare ones split into pieces both languages share. A third
-# (9,100, the size of the benchmark's usual joint BPE) scored the same on val and trained ~17%
-# slower a token (docs/multi30k.md, runs 3 and 4). Rounded to 100s, at most 16k, at least 64.
+# (9,100, the size of the benchmark's usual joint BPE) scored the same on val and ran ~12%
+# fewer tokens a second (docs/multi30k.md, runs 3 and 4). Rounded to 100s, at most 16k, at least 64.
 VOCAB=$(((TYPES / 5 + 50) / 100 * 100))
 ((VOCAB > 16000)) && VOCAB=16000
 ((VOCAB < 64)) && VOCAB=64

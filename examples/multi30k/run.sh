@@ -85,10 +85,13 @@ mkdir -p "$RUN/data" "$RUN/hyp"
 # data is tab-separated, and BLEU splits on any whitespace.
 for split in train val "${TESTS[@]}"; do
     for lang in "$SRC" "$TGT"; do
-        f=$(source_file "$split" "$lang")
-        tabs=$(gzip -dcf "$f" | grep -c $'\t' || true)
-        ((tabs == 0)) || echo "note: $f: $tabs line(s) with a tab, read as a space" >&2
-        gzip -dcf "$f" | tr '\t' ' ' >"$RUN/data/$split.$lang"
+        f=$(source_file "$split" "$lang") out=$RUN/data/$split.$lang
+        gzip -dcf "$f" >"$out"
+        tabs=$(grep -c $'\t' "$out" || true)
+        if ((tabs > 0)); then
+            echo "note: $f: $tabs line(s) with a tab, read as a space" >&2
+            tr '\t' ' ' <"$out" >"$out.tmp" && mv "$out.tmp" "$out"
+        fi
     done
     a=$RUN/data/$split.$SRC b=$RUN/data/$split.$TGT
     [[ $(wc -l <"$a") -eq $(wc -l <"$b") ]] || die "$split: the $SRC and $TGT files differ in line count"

@@ -147,7 +147,7 @@ PRECISION=()
 # the learning rate cools down linearly to 0 over the last fifth of the budget (1/sqrt(step) is
 # still at ~44% of its peak after 80 minutes; docs/multi30k.md, runs table)
 COOLDOWN=0.2
-SAVE_MINUTES=$(python -c "print(max(float('$MINUTES') / 12, 0.05))")
+SAVE_MINUTES=$(python -c "print(round(max(float('$MINUTES') / 12, 0.05), 2))")
 SHAPE=()
 # with the small preset, Transformer-Tiny's depth (4+4) and d_ff = 2 × d_model
 [[ $PRESET == small ]] && SHAPE=(--enc-layers 4 --dec-layers 4 --d-ff 512)

@@ -27,26 +27,25 @@ from attenzione.data import read_pairs
 from attenzione.data.mixing import CorpusSpec
 from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
-from attenzione.pipeline import STEP_NAMES
+from attenzione.pipeline.pairs import built_pipeline, default_pipeline
 from attenzione.search.lexicon import translated_words, word_list
 from attenzione.search.scoring import Terms
 from attenzione.translator.registry import PRETRAINED_ROOT
 from attenzione.translator.translator import Translator
 
-# The pipeline the shipped model is measured with and recorded in its info.json (the one a
-# Translator then uses by default): every text step, the ranking terms at their defaults
-TERMS = Terms()
-PIPELINE: dict[str, Any] = {"steps": list(STEP_NAMES), "terms": TERMS.to_dict()}
 
-
-def score(tr: Translator, pairs: list[tuple[str, str]], beam: int) -> dict[str, object]:
+def score(
+    tr: Translator, pairs: list[tuple[str, str]], beam: int, pipeline: dict[str, Any]
+) -> dict[str, object]:
     """Line-by-line BLEU/chrF (the standard figure) and, beside it, multi-reference scores,
-    with :data:`PIPELINE`; the ``_raw`` figures are the model's alone, as ``--raw`` gives them
-    (no text step, no ranking term)."""
+    with ``pipeline`` (the pair's default, which the shipped info.json records and a
+    Translator then applies); the ``_raw`` figures are the model's alone, as ``--raw`` gives
+    them (no text step, no ranking term)."""
     search = search_config(beam)
     sources = [s for s, _ in pairs]
+    steps, terms = built_pipeline({"pipeline": pipeline})
     start = time.perf_counter()
-    hyps = [r.text for r in tr.translate(sources, search=search, terms=TERMS, steps=STEP_NAMES)]
+    hyps = [r.text for r in tr.translate(sources, search=search, terms=terms, steps=steps)]
     seconds = time.perf_counter() - start
     s = corpus_scores(hyps, [t for _, t in pairs])
     # each distinct source once, against all its references (reusing the hypotheses above:
@@ -186,15 +185,20 @@ def main() -> None:
     print("number format", tr.number_format)
     if tr.known_words is None and train is not None:
         tr.known_words = word_list(t for _, t in train)
-    print("known words", len(tr.known_words))
+    print("known words", len(tr.known_words or ()))
     if tr.translated_words is None and train is not None:
         tr.translated_words = translated_words(train)
     print("translated source words", len(tr.translated_words or ()))
+    # the pipeline of the model's pair (an Italian source gets no English title-case step)
+    pipeline = default_pipeline(
+        tr.info.get("source_language", "en"), tr.info.get("target_language", "it")
+    )
+    print("pipeline", json.dumps(pipeline))
     results = {}
     extra = sorted(p.name[4:-4] for p in (args.run / "data").glob("dev-*.tsv"))
     for split in ("dev", "test", *(f"dev-{name}" for name in extra)):
         pairs = read_pairs(args.run / "data" / f"{split}.tsv")
-        results[split] = score(tr, pairs, args.beam)
+        results[split] = score(tr, pairs, args.beam, pipeline)
         print(split, json.dumps(results[split]))
     if args.dry_run:
         return
@@ -205,7 +209,7 @@ def main() -> None:
             **{f"dev_{name}_beam": results[f"dev-{name}"] for name in extra},
             "source_run": str(args.run),
             "weights_dtype": "float16",
-            "pipeline": PIPELINE,
+            "pipeline": pipeline,
         }
     )
     # a warm-started run: info.json names what it started from; RUN/init.json, written when
@@ -230,7 +234,7 @@ def main() -> None:
     destination = PRETRAINED_ROOT / pair
     tr.save_pretrained(destination, dtype=torch.float16)
     shipped = Translator.from_pretrained(destination)
-    check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam)
+    check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam, pipeline)
     print("shipped (fp16 weights) dev", json.dumps(check))
     size = sum(p.stat().st_size for p in destination.rglob("*") if p.is_file())
     print(f"wrote {destination} ({size / 1e6:.1f} MB)")

@@ -110,7 +110,15 @@ def test_a_translate_killed_by_a_signal_leaves_f_as_it_was(
         out.symlink_to(src)
     cmd = [sys.executable, "-m", "attenzione", "translate", "--model", str(model)]
     cmd += ["-i", str(src), "-o", str(out), "--threads", "1", "--workers", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Ctrl-C as a terminal delivers it, even when the suite itself runs in the background
+    # (`cmd &` starts with SIGINT ignored, and a child inherits that: Python then installs no
+    # KeyboardInterrupt handler and the signal is lost)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 600  # a guard against a hang, not a timing assertion
         while not any(p.stat().st_size for p in _parts(tmp_path)):  # lines are being written

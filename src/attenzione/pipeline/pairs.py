@@ -32,9 +32,9 @@ A language without a profile meets none, so it gets only what knows no language:
 
 English→Italian gets every step and term, as the shipped model records; Italian→English every
 one but ``title-case`` (Italian headlines are not in title case), as the shipped it→en model
-records. A model whose ``info.json`` does not name both
-languages (older directories) keeps the behaviour it always had: every step and every term at
-its default weight (:func:`pipeline_of` gives ``{}``).
+records. A model whose ``info.json`` does not name both languages (older directories) keeps
+the behaviour it always had: every step and every term at its default weight
+(:func:`pipeline_of` gives ``{}``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typer.testing import CliRunner, Result
 
 from attenzione.cli import app
 from attenzione.translator.translator import Translator
+from process_helpers import as_terminal_job
 from tiny_model import tiny_translator
 
 LINES = ["the old dog is there", "", "the red cat is here ."]
@@ -110,14 +111,11 @@ def test_a_translate_killed_by_a_signal_leaves_f_as_it_was(
         out.symlink_to(src)
     cmd = [sys.executable, "-m", "attenzione", "translate", "--model", str(model)]
     cmd += ["-i", str(src), "-o", str(out), "--threads", "1", "--workers", "1"]
-    # Ctrl-C as a terminal delivers it, even when the suite itself runs in the background
-    # (`cmd &` starts with SIGINT ignored, and a child inherits that: Python then installs no
-    # KeyboardInterrupt handler and the signal is lost)
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=as_terminal_job,  # noqa: PLW1509 (only signal calls: safe between fork and exec)
     )
     try:
         deadline = time.monotonic() + 600  # a guard against a hang, not a timing assertion

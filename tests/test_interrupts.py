@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import attenzione.cli
+from process_helpers import as_terminal_job
 from tiny_model import WORDS, tiny_translator
 
 pytestmark = pytest.mark.skipif(
@@ -66,14 +67,6 @@ def _running(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def _own_group() -> None:
-    """In the child before exec: a process group of its own (a terminal's foreground job), and
-    SIGINT at its default, which Python turns into KeyboardInterrupt (a test run from a
-    background shell job would otherwise pass on an ignored SIGINT)."""
-    os.setpgrp()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _interrupt(args: list[str], when: str) -> tuple[int, str, list[int]]:
     """Run ``python -m attenzione ARGS``, send SIGINT to its process group ``when`` it has
     written a translation ("output") or has started its worker processes ("workers"); return
@@ -82,7 +75,7 @@ def _interrupt(args: list[str], when: str) -> tuple[int, str, list[int]]:
         [sys.executable, "-m", "attenzione", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_own_group,  # noqa: PLW1509 (only signal calls: safe between fork and exec)
+        preexec_fn=as_terminal_job,  # noqa: PLW1509 (only signal calls: safe between fork and exec)
     )
     started = time.monotonic()
     try:

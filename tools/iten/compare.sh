@@ -16,11 +16,8 @@ for set in dev dev-flores; do
     cut -f2 "$data/$set.tsv" > "$out/$set.ref"
     for who in base cand; do
         model=$base; [ "$who" = cand ] && model=$cand
-        hyp="$out/$set.$who.txt"
-        if [ ! -s "$hyp" ]; then
-            attenzione evaluate --model "$model" --data "$data/$set.tsv" --beam 4 --json \
-                --hypotheses "$hyp" > "$out/$set.$who.json"
-        fi
+        attenzione evaluate --model "$model" --data "$data/$set.tsv" --beam 4 --json \
+            --hypotheses "$out/$set.$who.txt" > "$out/$set.$who.json"
     done
     echo "== $set: baseline $base, candidate $cand"
     sacrebleu "$out/$set.ref" -i "$out/$set.base.txt" "$out/$set.cand.txt" \

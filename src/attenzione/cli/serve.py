@@ -21,6 +21,7 @@ from attenzione.cli.common import (
     check_number_flags,
     check_steps,
     fail,
+    language_code,
     no_step_option,
     number_format_option,
     pipeline_of,
@@ -244,10 +245,14 @@ def serve(
         "(default: ~/.cache/attenzione/files, or under $XDG_CACHE_HOME).",
     ),
     source_lang: str | None = typer.Option(
-        None, help="The one model's source language (default: its info.json, else en)."
+        None,
+        help="The one model's source language (default: its info.json, else en).",
+        callback=language_code,
     ),
     target_lang: str | None = typer.Option(
-        None, help="The one model's target language (default: its info.json, else it)."
+        None,
+        help="The one model's target language (default: its info.json, else it).",
+        callback=language_code,
     ),
     number_format: str = number_format_option(),
     no_step: list[str] = no_step_option(),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from attenzione import atomic
 from attenzione.config import ModelConfig, TrainConfig
 from attenzione.model.transformer import Transformer
 from attenzione.translator import model_dir
@@ -216,7 +217,7 @@ def test_a_directory_the_old_writer_left_half_swapped_is_resumed_from_its_twin(
 ) -> None:
     """Hand-built state of the old writer killed after its rename: last/ without
     train_config.json, last.old complete. The complete one is used and the next save works."""
-    old = tmp_path / "last.old"
+    old = atomic.old_twin(tmp_path / "last")
     shutil.copytree(saved, old)
     (old / model_dir.TRAIN_CONFIG_NAME).write_text(TrainConfig(data="x", out="y").to_json())
     torch.save({"progress": {"step": 3}}, old / model_dir.STATE_NAME)

@@ -13,6 +13,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from attenzione.atomic import old_twin
 from attenzione.cli import app
 from attenzione.config import search_config
 from attenzione.training.schedule import cooldown_factor, inverse_sqrt_lr
@@ -182,18 +183,18 @@ def test_resume_without_a_checkpoint_is_a_clear_error(corpus: Path, tmp_path: Pa
 def test_interrupted_checkpoint_swap_leaves_a_complete_checkpoint(
     trained_run: Path, tmp_path: Path
 ) -> None:
-    """A kill between the two renames leaves only NAME.old: it is still found and loadable."""
+    """A kill between the two renames leaves only .NAME.old: it is still found and loadable."""
     tr = Translator.from_pretrained(trained_run / "best")
     target = tmp_path / "last"
     write_model_dir(target, tr.model, tr.src_tokenizer, tr.tgt_tokenizer, info={"step": 1})
-    target.rename(tmp_path / "last.old")  # the state right after "old -> NAME.old"
+    target.rename(old_twin(target))  # the state right after "NAME -> .NAME.old"
     (tmp_path / ".last.tmp-crashed").mkdir()  # a half-written temp dir from the killed save
     found = find_model_dir(target)
-    assert found == tmp_path / "last.old"
+    assert found == old_twin(target)
     Translator.from_pretrained(found).translate("The cat is here.")
     # The next save completes the swap and cleans up.
     write_model_dir(target, tr.model, tr.src_tokenizer, tr.tgt_tokenizer, info={"step": 2})
-    assert find_model_dir(target) == target and not (tmp_path / "last.old").exists()
+    assert find_model_dir(target) == target and not old_twin(target).exists()
 
 
 def test_schedule_warms_up_then_decays() -> None:

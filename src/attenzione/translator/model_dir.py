@@ -21,7 +21,7 @@ This module and :mod:`attenzione.translator.weights` (the config and the tensor 
 snapshots, the memory guard, re-exported here) are the only ones that read or write these
 files. A directory is written whole into a temporary sibling and swapped in by
 :func:`attenzione.atomic.replace_directory`, so a kill at any instant leaves a complete
-checkpoint under ``NAME`` or ``NAME.old``, and :func:`find_model_dir` finds it. Loading turns
+checkpoint under ``NAME`` or ``.NAME.old``, and :func:`find_model_dir` finds it. Loading turns
 every way a directory can be damaged (missing, truncated or foreign files, weights that
 disagree with the config or are not finite, a config no machine could hold) into a
 ``ValueError``/``FileNotFoundError`` that names the file — the CLI prints it as one line.
@@ -84,6 +84,9 @@ PRETRAINED_DIR = PRETRAINED_ROOT / "-".join(DEFAULT_PAIR)
 MODEL_FILES = (CONFIG_NAME, WEIGHTS_NAME, f"{SRC_TOKENIZER}/tokenizer.json",
                f"{TGT_TOKENIZER}/tokenizer.json")  # fmt: skip
 RESUME_FILES = (*MODEL_FILES, STATE_NAME, TRAIN_CONFIG_NAME)
+# Every name write_model_dir may write: replacing a directory replaces these, and keeps the rest
+WRITTEN_NAMES = (CONFIG_NAME, WEIGHTS_NAME, SRC_TOKENIZER, TGT_TOKENIZER, INFO_NAME, STATE_NAME,
+                 TRAIN_CONFIG_NAME, WORDS_NAME, TRANSLATED_NAME, SHORTLIST_NAME)  # fmt: skip
 
 
 def is_complete(directory: Path, required: tuple[str, ...] = MODEL_FILES) -> bool:
@@ -237,13 +240,19 @@ def write_model_dir(
         if state is not None:
             atomic.write_file(tmp / STATE_NAME, lambda p: torch.save(state, p))
 
+    owned = frozenset(WRITTEN_NAMES).union(extra_files or {})
     return atomic.replace_directory(
-        directory, fill, complete=lambda d: is_complete(d, required), on_step=on_step
+        directory,
+        fill,
+        complete=lambda d: is_complete(d, required),
+        replaceable=is_complete,  # a model directory (a checkpoint of an older layout too)
+        owned=owned.__contains__,  # a file the user added to the directory stays
+        on_step=on_step,
     )
 
 
 def find_model_dir(directory: str | Path, *, resumable: bool = False) -> Path | None:
-    """The complete checkpoint at ``directory``, or its ``.old`` twin after a crash.
+    """The complete checkpoint at ``directory``, or its hidden ``.NAME.old`` twin after a crash.
 
     ``resumable`` also requires the files ``--resume`` needs (state and train config).
     """

@@ -26,18 +26,30 @@ default (:func:`attenzione.pipeline.pairs.default_pipeline`) is every step and t
 its profiles meet. A step that reads language words reads those of both languages of the pair
 (:class:`PairWords`): a translation carries words of its source (names, quotations), and a
 number or a currency is named on both sides.
+
+A user's own profiles live outside the package, so that an upgrade never loses them: in the
+folders :data:`ENV` names (separated by ``:``, ``;`` on Windows; the first that has a language
+wins), else in ``$XDG_CONFIG_HOME/attenzione/languages/`` (``~/.config/attenzione/languages/``).
+A profile there replaces the package's profile of its language whole. Profiles are read once
+and kept (:func:`clear_cache` forgets them); a broken one is a ValueError of one line that names
+its file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
+#: The environment variable naming the folders of a user's own language profiles.
+ENV = "ATTENZIONE_LANGUAGES"
 CASES = ("sentence", "nouns", "none")
 COMMAS = ("pause", "clause")
 _NUMBER_LISTS = (
@@ -105,13 +117,48 @@ class Profile:
         )
 
 
-def _files() -> dict[str, Any]:
-    folder = resources.files(__package__) / "profiles"
-    return {p.name[:-5]: p for p in folder.iterdir() if p.name.endswith(".json")}
+def user_folders() -> list[Path]:
+    """The folders of the user's own profiles, first first: those :data:`ENV` names, else
+    ``$XDG_CONFIG_HOME/attenzione/languages`` (``~/.config`` when it is unset or relative)."""
+    named = [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    if named:
+        return named
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    if config and Path(config).is_absolute():
+        base = Path(config)
+    else:
+        try:
+            base = Path.home() / ".config"
+        except RuntimeError:  # no home directory to be found: no user profiles
+            return []
+    return [base / "attenzione" / "languages"]
+
+
+def _files() -> dict[str, tuple[Traversable, bool]]:
+    """Each language's profile file by code, and whether it is the user's: the user's folders
+    first (the first that has a language wins), then the package's own."""
+    found: dict[str, tuple[Traversable, bool]] = {}
+    for folder in user_folders():
+        if not folder.is_dir():
+            continue
+        try:
+            paths = sorted(folder.iterdir())
+        except OSError as exc:
+            raise ValueError(
+                f"language profiles folder {folder}: cannot be read ({exc.strerror or exc})"
+            ) from None
+        for path in paths:
+            if path.name.lower().endswith(".json") and path.is_file():
+                found.setdefault(path.name[:-5].lower(), (path, True))
+    shipped = resources.files(__package__) / "profiles"
+    for item in shipped.iterdir():
+        if item.name.endswith(".json"):
+            found.setdefault(item.name[:-5], (item, False))
+    return found
 
 
 def known_languages() -> tuple[str, ...]:
-    """The codes of the languages with a profile, sorted."""
+    """The codes of the languages with a profile (the package's and the user's), sorted."""
     return tuple(sorted(_files()))
 
 
@@ -123,15 +170,35 @@ def profile(code: str | None) -> Profile | None:
     return _load(code.strip().lower().replace("_", "-").split("-")[0])
 
 
+def clear_cache() -> None:
+    """Forget the profiles read so far (and the pair words made of them): the next lookup
+    reads the folders again, after a user's profile was added or changed."""
+    _load.cache_clear()
+    pair_words.cache_clear()
+
+
 @cache
 def _load(base: str) -> Profile | None:
-    path = _files().get(base)
-    if path is None:
+    entry = _files().get(base)
+    if entry is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    loaded = Profile.from_dict(data, f"language profile {path.name}")
+    path, users = entry
+    where = f"language profile {path}" if users else f"language profile {path.name}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: not UTF-8 text (a profile is JSON in UTF-8)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{where}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise ValueError(f"{where}: not a profile: its JSON is nested too deeply") from None
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    loaded = Profile.from_dict(data, where)
     if loaded.code != base:
-        raise ValueError(f"language profile {path.name}: its code is {loaded.code!r}")
+        raise ValueError(f"{where}: its code is {loaded.code!r}")
     return loaded
 
 

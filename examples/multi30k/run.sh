@@ -192,7 +192,7 @@ CANDIDATES=("$RUN/train/last")
 SNAPSHOTS=$(find "$RUN/train/snapshots" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
 for n in 3 5; do
     if ((SNAPSHOTS >= n)); then
-        attenzione average "$RUN/train" --last "$n" -o "$RUN/avg$n" "${THREADS[@]}" >&2
+        attenzione average "$RUN/train" --last "$n" -o "$RUN/avg$n" --force "${THREADS[@]}" >&2
         CANDIDATES+=("$RUN/avg$n")
     fi
 done

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import at_least, check_output_dir, fail, user_errors
+from attenzione.cli.common import at_least, check_model_out, fail, user_errors
 from attenzione.cli.threads import apply_threads, threads_option
 
 
@@ -42,6 +42,7 @@ def average(
         "--blend-weight",
         help="With --blend-with: (1 - W) * mean + W * that model (0-1).",
     ),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it holds a model."),
     threads: int | None = threads_option(),
 ) -> None:
     """Average the weights of a run's last checkpoints into a model directory.
@@ -53,10 +54,13 @@ def average(
     chosen = _steps(steps)
     if not 0.0 <= blend_weight <= 1.0:
         fail(f"--blend-weight must be between 0 and 1, got {blend_weight}")
-    check_output_dir(out, "--out")
     with user_errors():
         apply_threads(threads)  # before torch is imported: it sets the wait policy
-        from attenzione.training.averaging import average_run
+        from attenzione.training.averaging import average_run, refuse_run_entry
+
+        refuse_run_entry(run, out)  # the run's last/, snapshots/ …: never, even with --force
+        keep = {"the run": run} | ({"the model of --blend-with": blend_with} if blend_with else {})
+        check_model_out(out, force=force, keep=keep)
 
         info = average_run(
             run, out, last=last, steps=chosen, blend_with=blend_with, blend_weight=blend_weight

@@ -55,9 +55,18 @@ def user_errors() -> Iterator[None]:
     ) as exc:
         message = str(exc) if not isinstance(exc, KeyError) else f"unknown key {exc}"
         fail(message)
+    except OSError as exc:  # the system's word: disk full, a file too large, read-only, …
+        fail(os_error_message(exc))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (cli/output.py)
         typer.echo("interrupted", err=True)
         sys.exit(128 + getattr(exc, "signum", 2))  # the shell's status for the signal
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an error the system reported (``No space left on device``), naming the
+    file it was about when it says."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{exc.filename}: {what}" if exc.filename else what
 
 
 def _name(param: typer.CallbackParam) -> str:
@@ -294,6 +303,36 @@ def check_output_dir(path: Path, what: str) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         fail(f"{what} {path}: permission denied (cannot write in {existing})")
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it (both resolved: links followed)."""
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+def check_model_out(out: Path, *, force: bool, keep: dict[str, Path] | None = None) -> None:
+    """Fail now, before any work, unless ``--out`` may receive a model directory: a new or
+    empty folder, or (with ``force``) a model directory, which is replaced — keeping what the
+    user added to it. ``keep`` names what the command reads (``{"the run": RUN}``): ``--out``
+    may neither be nor hold one of them (replacing it would delete the input)."""
+    from attenzione import atomic
+    from attenzione.translator.model_dir import is_complete
+
+    check_output_dir(out, "--out")
+    for what, path in (keep or {}).items():
+        if path.exists() and _within(path, out):
+            where = "is" if path.resolve() == out.resolve() else "holds"
+            fail(f"--out {out} {where} {what} ({path}): give another --out")
+    if out.is_dir() and not out.is_symlink() and any(out.iterdir()):
+        if not is_complete(out):
+            fail(f"--out {out} is a folder that holds other files: choose a new one")
+        if not force:
+            fail(f"--out {out} holds a model already: --force replaces it")
+    try:
+        atomic.check_replaceable(out, is_complete)
+    except (OSError, ValueError) as exc:
+        fail(f"--out: {exc}")
 
 
 def model_option() -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from attenzione.cli.common import check_output_dir, fail, language_code, user_errors
+from attenzione.cli.common import check_model_out, fail, language_code, user_errors
 from attenzione.cli.threads import apply_threads, threads_option
 
 
@@ -49,17 +49,10 @@ def import_model(
     """
     if (src_lang is None) != (tgt_lang is None):
         fail("give both --src-lang and --tgt-lang, or neither")
-    check_output_dir(out, "--out")
     path = Path(source).expanduser()
-    if path.exists() and out.resolve() == path.resolve():
-        fail(f"--out {out} is the directory being imported: give another one")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / "config.json").is_file():
-            fail(f"--out {out} is a folder that holds other files: choose a new one")
-        if not force:
-            fail(f"--out {out} holds a model already: --force replaces it")
     with user_errors():
         apply_threads(threads)  # before torch is imported: it sets the wait policy
+        check_model_out(out, force=force, keep={"the directory being imported": path})
         from attenzione.data.marian_tokenizer import MarianVocabTokenizer
         from attenzione.translator import marian
         from attenzione.translator.model_dir import write_model_dir

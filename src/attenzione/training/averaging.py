@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from attenzione.training.report import CURVES_NAME
+from attenzione.training.run_state import METRICS_NAME
 from attenzione.translator import model_dir
 from attenzione.translator.model_dir import SNAPSHOTS, snapshot_path, snapshot_steps
 
@@ -68,6 +70,28 @@ def _same_tokenizers(a: Path, b: Path) -> bool:
     return True
 
 
+# what a training run writes at its top: the trainer's, never a place for another model
+RUN_ENTRIES = ("data", "last", "best", SNAPSHOTS, model_dir.SRC_TOKENIZER, model_dir.TGT_TOKENIZER,
+               METRICS_NAME, CURVES_NAME)  # fmt: skip
+
+
+def refuse_run_entry(run_dir: Path, out: Path) -> None:
+    """Refuse an ``out`` that is the run, holds it, or is (or lies inside) one of the entries
+    the trainer writes there (``last/``, ``snapshots/`` …, or their hidden twins): writing the
+    average there would destroy the run (``--resume`` needs ``last/``). A folder of its own
+    inside the run (``RUN/avg5``) is fine."""
+    run, target = run_dir.resolve(), out.resolve()
+    if target == run or target in run.parents:
+        raise ValueError(f"--out {out} is or holds the run {run_dir}: give another --out")
+    if run in target.parents:
+        first = target.relative_to(run).parts[0]
+        if first.lstrip(".").split(".")[0] in RUN_ENTRIES or first in RUN_ENTRIES:
+            raise ValueError(
+                f"--out {out} is inside the run's own {first}: give another --out "
+                f"(such as {run_dir / 'avg'})"
+            )
+
+
 def average_run(
     run_dir: str | Path,
     out: str | Path,
@@ -88,6 +112,7 @@ def average_run(
     "Robust fine-tuning of zero-shot models"); ``info.json`` records it. Returns that info.
     """
     run_dir = Path(run_dir)
+    refuse_run_entry(run_dir, Path(out))
     source = model_dir.find_model_dir(run_dir / "last")
     if source is None:
         raise FileNotFoundError(f"{run_dir / 'last'} not found: is {run_dir} a training run?")

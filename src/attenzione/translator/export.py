@@ -64,6 +64,20 @@ KNOWN_FIELDS = frozenset((
 ))  # fmt: skip
 
 
+# every name an export of each format may write: a re-export replaces these and keeps the rest
+_VOCABS = tuple(f"{side}_vocabulary.{ext}" for side in ("shared", "source", "target")
+                for ext in ("json", "txt"))  # fmt: skip
+WRITES = {
+    "huggingface": frozenset((
+        "config.json", WEIGHTS_NAME, "generation_config.json", "vocab.json", "target_vocab.json",
+        "source.spm", "target.spm", "tokenizer_config.json", "special_tokens_map.json",
+        "README.md",
+    )),
+    "ctranslate2": frozenset(("config.json", "model.bin", *_VOCABS, "source.spm", "target.spm",
+                              "README.md")),
+}  # fmt: skip
+
+
 class ExportRefused(ValueError):
     """The model does something the format cannot express; the message says what."""
 
@@ -287,6 +301,13 @@ def export(model: str | Path, fmt: str, out: str | Path) -> Path:
         raise FileExistsError(
             f"{target} exists and is not a {fmt} export: give a new or empty directory"
         )
+    if source.exists() and target.exists():
+        inside = (
+            source.resolve() == target.resolve() or target.resolve() in source.resolve().parents
+        )
+        if inside:
+            raise ValueError(f"{target} holds the model {source}: give another directory to write")
+    atomic.check_replaceable(target, complete(fmt))  # the current directory, a twin in the way
     net = model_dir.load_model(source).eval()
     src_tok, tgt_tok = model_dir.load_tokenizers(source, net.config)
     info = model_dir.read_info(source)
@@ -298,6 +319,7 @@ def export(model: str | Path, fmt: str, out: str | Path) -> Path:
     def fill(tmp: Path) -> None:
         writer(tmp, net, src_tok, tgt_tok, info)
 
-    if target.is_dir() and not any(target.iterdir()):
-        target.rmdir()  # an empty directory is no earlier version to keep
-    return atomic.replace_directory(target, fill, complete=complete(fmt))
+    # an earlier export is replaced file by file of ours: what the user added there stays
+    return atomic.replace_directory(
+        target, fill, complete=complete(fmt), owned=WRITES[fmt].__contains__
+    )

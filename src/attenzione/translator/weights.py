@@ -93,9 +93,19 @@ def build_model(cfg: ModelConfig, where: str = "the config") -> Transformer:
 # ---------------------------------------------------------------------------- tensor files
 def save_tensors(path: str | Path, tensors: dict[str, Tensor]) -> Path:
     """Write ``tensors`` as one safetensors file at ``path`` (atomically)."""
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
-    atomic.write_file(Path(path), lambda p: save_file(tensors, str(p)))
+    def write(tmp: Path) -> None:
+        try:
+            save_file(tensors, str(tmp))
+        except SafetensorError as exc:  # its I/O errors (a full disk …) as the OSError they are
+            code = re.search(r"os error (\d+)", str(exc))
+            if code is None:
+                raise
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from None
+
+    atomic.write_file(Path(path), write)
     return Path(path)
 
 

@@ -90,7 +90,7 @@ def test_html_translates_text_and_keeps_every_tag() -> None:
     out = assemble(plan, ["Ciao & benvenuti.", "<Siediti>."], escape=True)
     assert out == (
         '<div class="a"><p>Ciao &amp; benvenuti. &lt;Siediti&gt;.</p><img src="x.png" alt="A cat">'
-        "<script>var s = '<p>no</p>';</script><code>a &lt; b</code>"
+        "<script>var s = '<p>no</p>';</script><code>a < b</code>"  # untouched: as sent
         '<span class="notranslate">Brand</span><p translate="no">Keep.</p><!-- note --></div>'
     )
 

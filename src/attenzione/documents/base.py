@@ -52,9 +52,40 @@ def encode_text(text: str, bom: bool) -> bytes:
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (for "not a valid .docx file: …")."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """An exception's message on one line (for "not a valid .docx file: …"), an XML parser's
+    in words about the file (:func:`xml_problem`)."""
+    text = xml_problem(" ".join(str(exc).split())) or type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+# libxml2's limits, which lxml's messages name by the parser's options ("use XML_PARSE_HUGE
+# option", "see xmlCtxtSetMaxAmplification"): what each says of the file
+_LIMITS = (
+    (re.compile(r"Excessive depth in document: (\d+)[^,]*(?:, use XML_PARSE_HUGE option)?"),
+     r"its elements are nested more than \1 levels deep"),
+    (re.compile(r"(?:Resource limit exceeded: )?(?:Text node too long|Huge input lookup|"
+                r"xmlSAX2Characters: huge text node)[^,]*(?:, try XML_PARSE_HUGE)?", re.I),
+     "it holds a text too long to read in one piece"),
+    (re.compile(r"Maximum entity amplification factor exceeded[^,]*|Detected an entity "
+                r"reference loop", re.I),
+     "it defines entities that expand without end (an \"entity bomb\")"),
+)  # fmt: skip
+_PARSER_NAMES = re.compile(
+    r",? *(?:use XML_PARSE_HUGE option|try XML_PARSE_HUGE|see xmlCtxt\w+\.?)|XML_PARSE_\w+"
+)
+_STRING_SOURCE = re.compile(r" *\(<string>, line \d+\)$")  # lxml's name for bytes it read
+
+
+def xml_problem(message: str) -> str:
+    """An XML (or HTML) parser's message about a file in words about the file: a limit of
+    libxml2's said as what the file holds too much of, without the parser's option names."""
+    message = _STRING_SOURCE.sub("", message)
+    for pattern, words in _LIMITS:
+        found = pattern.search(message)
+        if found:
+            where = re.search(r"line \d+(?:, column \d+)?", message[found.end() :])
+            return found.expand(words) + (f" (at {where.group(0)})" if where else "")
+    return _PARSER_NAMES.sub("", message).strip(" ,")
 
 
 def xml_safe(text: str) -> str:

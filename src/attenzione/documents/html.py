@@ -10,8 +10,16 @@ Encoding: a byte-order mark, else the ``<meta charset>`` (or ``http-equiv`` cont
 within the first 4 KB, else UTF-8. The bytes must decode with it (a :class:`DocumentError`
 says where they do not), and the translation is written in the same encoding, a character it
 lacks written as a character reference (``&#8217;``). A whole page (one with ``<html>`` or
-a doctype) is written back as a page with its doctype; anything else is a fragment and is
-written back as one, without the ``<html><body>`` lxml would wrap it in.
+a doctype) is written back as a page; anything else is a fragment and is written back as one,
+without the ``<html><body>`` lxml would wrap it in.
+
+What lxml would rewrite is never given to it: a page's prolog (its doctype, internal subset
+and all, and the comments around it) and what follows ``</html>`` are written back as they
+came, and each comment, CDATA section, processing instruction or other declaration inside is
+read as a comment that stands in for it, its source text put back on writing
+(:mod:`attenzione.documents.rawhtml` finds them). Entities are never defined nor expanded. A
+page the parser gives up on (nested more than 256 elements deep) is a :class:`DocumentError`,
+not a page cut short.
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ from __future__ import annotations
 import codecs
 import html as html_escape
 import re
+import secrets
 
 import lxml.etree
 import lxml.html
 
-from attenzione.documents.base import DocumentError, Parsed, one_line
+from attenzione.documents.base import DocumentError, Parsed, one_line, xml_problem
+from attenzione.documents.rawhtml import Token, tokens
 from attenzione.documents.tree import Element, Rules, chunks, rewrite
 
 INLINE = frozenset({
@@ -35,7 +45,6 @@ SKIP = frozenset({"script", "style", "code", "pre", "textarea", "svg", "math", "
 
 _CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
 _PAGE = re.compile(r"<!doctype|<html[\s>]", re.I)
-_DOCTYPE = re.compile(r"<!doctype", re.I)
 _XML_DECL = re.compile(r"\s*<\?xml[^>]*\?>\s*")
 
 
@@ -79,6 +88,92 @@ def encoding_of(data: bytes) -> tuple[str, int]:
     return ("cp1252" if codec in ("latin-1", "iso8859-1", "ascii") else codec), 0
 
 
+# What lxml would rewrite were it to read it (a doctype's internal subset dropped, a CDATA
+# section or a processing instruction made a comment), so it never does: a comment standing
+# in for it is read instead, and the source's text put back where that comment is written.
+_KEPT = frozenset({"comment", "decl", "pi", "marked", "other"})
+# elements whose content lxml reads as text: a stand-in there would be text, not a comment
+_TEXT_ONLY = frozenset({"title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"})
+
+
+def _markup_only(token: Token) -> bool:
+    return token.kind in _KEPT or (token.kind == "data" and not token.raw.strip())
+
+
+def _split_page(found: list[Token]) -> tuple[str, list[Token], str | None]:
+    """A page's prolog (what comes before its first element or text: the doctype,
+    comments, whitespace), its body, and its epilogue (what follows ``</html>``, when that is
+    markup only; None otherwise): the prolog and the epilogue are written back as they came."""
+    first = next((k for k, t in enumerate(found) if not _markup_only(t)), len(found))
+    last = next(
+        (k for k in range(len(found) - 1, first - 1, -1)
+         if found[k].kind == "end" and found[k].tag == "html"),
+        None,
+    )  # fmt: skip
+    if last is not None and not all(_markup_only(t) for t in found[last + 1 :]):
+        last = None
+    prolog = "".join(t.raw for t in found[:first])
+    if last is None:
+        return prolog, found[first:], None
+    return prolog, found[first : last + 1], "".join(t.raw for t in found[last + 1 :])
+
+
+def _stand_ins(body: list[Token], text: str) -> tuple[str, dict[str, str]]:
+    """``body``'s text with each comment, declaration, CDATA section, processing instruction
+    and stray ``</>`` replaced by a comment of a key of its own (a random one that ``text``
+    does not hold); the source text of each by the comment that stands in for it."""
+    key = "attenzione-kept-" + secrets.token_hex(8)
+    while key in text:
+        key = "attenzione-kept-" + secrets.token_hex(8)
+    kept: dict[str, str] = {}
+    parts: list[str] = []
+    inside = ""  # an element lxml reads as text only
+    for token in body:
+        if inside:
+            inside = "" if token.kind == "end" and token.tag == inside else inside
+        elif token.kind == "start" and token.tag in _TEXT_ONLY:
+            inside = token.tag
+        elif token.kind in _KEPT:
+            stand_in = f"<!--{key}-{len(kept)}-->"
+            kept[stand_in] = token.raw
+            parts.append(stand_in)
+            continue
+        parts.append(token.raw)
+    return "".join(parts), kept
+
+
+def _read(text: str, page: bool) -> Element:
+    parser = lxml.html.HTMLParser()
+    if page:
+        root = lxml.html.document_fromstring(text, parser=parser)
+    else:
+        root = lxml.html.fragment_fromstring(text, create_parent="div", parser=parser)
+    for entry in parser.error_log:
+        if entry.level_name == "FATAL":  # the parser gave up there: what follows would be lost
+            problem = xml_problem(f"{entry.message}, line {entry.line}")
+            raise DocumentError(f"not a valid .html file: {problem}")
+    return root
+
+
+def _serialize(root: Element, page: bool) -> str:
+    if page:  # the root with what lxml put beside it (comments), without a doctype
+        before = list(root.itersiblings(preceding=True))[::-1]
+        return "".join(
+            lxml.html.tostring(el, encoding="unicode")
+            for el in [*before, root, *root.itersiblings()]
+        )
+    return html_escape.escape(root.text or "", quote=False) + "".join(
+        lxml.html.tostring(child, encoding="unicode") for child in root
+    )
+
+
+def _put_back(out: str, kept: dict[str, str]) -> str:
+    if not kept:
+        return out
+    pattern = re.compile("|".join(re.escape(k) for k in kept))
+    return pattern.sub(lambda m: kept[m.group(0)], out)
+
+
 def parse(data: bytes) -> Parsed:
     codec, bom = encoding_of(data)
     try:
@@ -93,33 +188,36 @@ def parse(data: bytes) -> Parsed:
     prefix = decl.group(0) if decl else ""
     text = text[len(prefix) :]
     page = bool(_PAGE.search(text[:4096]))
+    found = tokens(text)
+    prolog, body, epilogue = _split_page(found) if page else ("", found, "")
+    if page and not body:
+        return Parsed([], lambda translations: data)  # a doctype, comments, nothing else
+    if epilogue is None:  # the newline after </html> (lxml drops it)
+        epilogue = text[len(text.rstrip()) :]
     try:
-        if page:
-            root = lxml.html.document_fromstring(text)
-        else:
-            root = lxml.html.fragment_fromstring(text, create_parent="div")
+        shown, kept = _stand_ins(body, text)
+        root = _read(shown, page)
+        found_chunks = chunks(root, RULES)
+        trial = _serialize(root, page)
+        if any(trial.count(k) != 1 for k in kept) or any(
+            k in tagged.text for k in kept for _, tagged in found_chunks
+        ):  # a stand-in lxml read as text after all: read the page as it is
+            kept = {}
+            root = _read("".join(t.raw for t in body), page)
+            found_chunks = chunks(root, RULES)
+    except DocumentError:
+        raise
     except lxml.etree.ParserError as exc:
         if "empty" not in str(exc):
             raise DocumentError(f"not a valid .html file: {one_line(exc)}") from None
-        return Parsed([], lambda translations: data)  # a doctype, comments, nothing else
+        return Parsed([], lambda translations: data)  # comments, nothing else
     except Exception as exc:  # lxml's other errors, ValueError
         raise DocumentError(f"not a valid .html file: {one_line(exc)}") from None
-    found = chunks(root, RULES)
 
     def write(translations: list[str]) -> bytes:
-        for (chunk, tagged), tr in zip(found, translations, strict=True):
+        for (chunk, tagged), tr in zip(found_chunks, translations, strict=True):
             rewrite(chunk, tagged, tr)
-        if page:
-            tree = root.getroottree()
-            if _DOCTYPE.search(text[:4096]):
-                out = lxml.html.tostring(tree, encoding="unicode", doctype=tree.docinfo.doctype)
-            else:  # lxml would add HTML 4.0's
-                out = lxml.html.tostring(root, encoding="unicode")
-        else:
-            out = html_escape.escape(root.text or "", quote=False) + "".join(
-                lxml.html.tostring(child, encoding="unicode") for child in root
-            )
-        end = text[len(text.rstrip()) :] if page else ""  # the newline after </html>
-        return data[:bom] + (prefix + out + end).encode(codec, "xmlcharrefreplace")
+        out = prolog + _put_back(_serialize(root, page), kept) + epilogue
+        return data[:bom] + (prefix + out).encode(codec, "xmlcharrefreplace")
 
-    return Parsed([tagged.text for _, tagged in found], write)
+    return Parsed([tagged.text for _, tagged in found_chunks], write)

@@ -24,9 +24,9 @@ import html
 import re
 from collections import Counter
 from dataclasses import dataclass
-from html.parser import HTMLParser
 
 from attenzione.data.sentences import split_sentences
+from attenzione.documents.rawhtml import Token, tokens
 from attenzione.pipeline import marks
 from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.pipeline.markup import CUTTING
@@ -65,16 +65,27 @@ def plan_text(text: str, language: str = "en") -> list[Piece]:
     return pieces
 
 
-class _Splitter(HTMLParser):
-    """Tags verbatim, text nodes planned into sentences (escaped again on output)."""
+class _Splitter:
+    """Markup kept as the source wrote it (each token's ``raw``), text nodes planned into
+    sentences (escaped again on output)."""
 
     def __init__(self, language: str) -> None:
-        super().__init__(convert_charrefs=True)
         self.language = language
         self.pieces: list[Piece] = []
         self.stack: list[tuple[str, bool, bool]] = []  # (tag, translatable inside, inline)
         self.flow: list[tuple[str, bool]] = []  # text and inline tags (True) not yet planned
+        self.raws: list[str] = []  # the source text of each entry of the flow
         self.hrefs: dict[int, str] = {}  # the address of each link opened in the flow, by index
+
+    def feed(self, token: Token) -> None:
+        if token.kind == "start":
+            self.starttag(token)
+        elif token.kind == "end":
+            self.endtag(token)
+        elif token.kind == "data":
+            self.data(token)
+        else:  # <br/>, comments, doctypes, CDATA, processing instructions, </>: as written
+            self._cut(Piece(token.raw))
 
     def _translatable(self) -> bool:
         return not self.stack or self.stack[-1][1]
@@ -84,9 +95,13 @@ class _Splitter(HTMLParser):
         self.flush()
         self.pieces.append(piece)
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        text = self.get_starttag_text() or ""
-        values = dict(attrs)
+    def _flow(self, text: str, is_tag: bool, raw: str) -> None:
+        self.flow.append((text, is_tag))
+        self.raws.append(raw)
+
+    def starttag(self, token: Token) -> None:
+        tag, text = token.tag, token.raw
+        values = dict(token.attrs)
         off = (
             tag in _RAW
             or (values.get("translate") or "").lower() == "no"
@@ -102,57 +117,55 @@ class _Splitter(HTMLParser):
         if inline:
             if tag == "a" and values.get("href"):
                 self.hrefs[len(self.flow)] = values["href"] or ""
-            self.flow.append((text, True))
+            self._flow(text, True, text)
         else:
             self._cut(Piece(text))
         if tag not in _VOID:
             self.stack.append((tag, self._translatable() and not off, inline))
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._cut(Piece(self.get_starttag_text() or ""))
-
-    def handle_endtag(self, tag: str) -> None:
+    def endtag(self, token: Token) -> None:
+        tag, text = token.tag, token.raw
         inline = bool(self.stack) and self.stack[-1][0] == tag and self.stack[-1][2]
-        if inline:
-            self.flow.append((f"</{tag}>", True))
+        if inline and MARKUP_TAG.fullmatch(text):
+            self._flow(text, True, text)
         else:
-            self._cut(Piece(f"</{tag}>"))
+            self._cut(Piece(text))
         for i in range(len(self.stack) - 1, -1, -1):  # tolerate unclosed inner tags
             if self.stack[i][0] == tag:
                 del self.stack[i:]
                 break
 
-    def handle_data(self, data: str) -> None:
+    def data(self, token: Token) -> None:
         if not self._translatable() or (self.stack and self.stack[-1][0] in _RAW):
-            raw = self.stack and self.stack[-1][0] in ("script", "style")
-            self._cut(Piece(data if raw else html.escape(data, quote=False)))
+            self._cut(Piece(token.raw))  # left untouched: as the source wrote it
             return
-        self.flow.append((data, False))
+        self._flow(token.data, False, token.raw)
 
     def flush(self) -> None:
         """Plan the text flowed since the last cut, but for the links that spell their own
         address, kept as they are (:func:`_literal_links`)."""
-        flow, hrefs, self.flow, self.hrefs = self.flow, self.hrefs, [], {}
+        flow, raws, hrefs = self.flow, self.raws, self.hrefs
+        self.flow, self.raws, self.hrefs = [], [], {}
         kept = _literal_links(flow, hrefs)
         start = 0
         for a, b in [*kept, (len(flow), len(flow))]:
-            self._plan(flow[start:a])
-            for t, is_tag in flow[a:b]:
-                self.pieces.append(Piece(t if is_tag else html.escape(t, quote=False)))
+            self._plan(flow[start:a], raws[start:a])
+            self.pieces.extend(Piece(raw) for raw in raws[a:b])
             start = b
 
-    def _plan(self, flow: list[tuple[str, bool]]) -> None:
+    def _plan(self, flow: list[tuple[str, bool]], raws: list[str]) -> None:
         """Plan a flow of text and inline tags: joined with its tags when it has some and no
         text of it could be taken for a tag, each text node alone otherwise."""
         tags = [t for t, is_tag in flow if is_tag]
         texts = [t for t, is_tag in flow if not is_tag]
         alone = not tags or any("<" in t or marks.has_marks(t) for t in texts)
         if alone:  # no tags in it, or text that could be read as one: node by node
-            for t, is_tag in flow:
-                if is_tag:
-                    self.pieces.append(Piece(t))
+            for (t, is_tag), raw in zip(flow, raws, strict=True):
+                planned = [] if is_tag else plan_text(t, self.language)
+                if not any(p.sentence for p in planned):  # nothing to translate: as written
+                    self.pieces.append(Piece(raw))
                     continue
-                for p in plan_text(t, self.language):
+                for p in planned:
                     self.pieces.append(p if p.sentence else Piece(html.escape(p.text, quote=False)))
             return
         # each tag stands in the text as one mark (attenzione.pipeline.marks) while it is cut
@@ -186,18 +199,6 @@ class _Splitter(HTMLParser):
             else:
                 self.pieces.append(Piece(_escaped(text, used)))
 
-    def handle_comment(self, data: str) -> None:
-        self._cut(Piece(f"<!--{data}-->"))
-
-    def handle_decl(self, decl: str) -> None:
-        self._cut(Piece(f"<!{decl}>"))
-
-    def handle_pi(self, data: str) -> None:
-        self._cut(Piece(f"<?{data}>"))
-
-    def unknown_decl(self, data: str) -> None:
-        self._cut(Piece(f"<![{data}]>"))
-
 
 def _address(text: str) -> str:
     """A link's address or text as compared: lower case, without its scheme, "www." and the
@@ -213,13 +214,17 @@ def _literal_links(flow: list[tuple[str, bool]], hrefs: dict[int, str]) -> list[
     Translated, "example.com/some/lo" came back as "esempio.com/alcune/uno"."""
     out: list[tuple[int, int]] = []
     for start, href in sorted(hrefs.items()):
-        end = next((k for k in range(start + 1, len(flow)) if flow[k] == ("</a>", True)), None)
+        end = next((k for k in range(start + 1, len(flow)) if _closes_a(*flow[k])), None)
         if end is None or (out and start < out[-1][1]):
             continue
         text = _address("".join(t for t, is_tag in flow[start:end] if not is_tag))
         if text and text in _address(href):
             out.append((start, end + 1))
     return out
+
+
+def _closes_a(text: str, is_tag: bool) -> bool:
+    return is_tag and re.fullmatch(r"</a\s*>", text, re.IGNORECASE) is not None
 
 
 def _escaped(text: str, tags: tuple[str, ...]) -> str:
@@ -241,11 +246,11 @@ def _escaped(text: str, tags: tuple[str, ...]) -> str:
 
 def plan_html(markup: str, language: str = "en") -> list[Piece]:
     """HTML as kept markup and sentences to translate (translations are escaped back)."""
-    parser = _Splitter(language)
-    parser.feed(markup)
-    parser.close()
-    parser.flush()
-    return parser.pieces
+    splitter = _Splitter(language)
+    for token in tokens(markup):
+        splitter.feed(token)
+    splitter.flush()
+    return splitter.pieces
 
 
 def assemble(pieces: list[Piece], translations: list[str], *, escape: bool = False) -> str:

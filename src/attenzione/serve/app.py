@@ -5,7 +5,10 @@ Every route reads the raw request (:mod:`.fields`), hands the fields to the
 :class:`~attenzione.serve.fields.ApiError` into ``{"error": "…"}`` with the status
 LibreTranslate uses. Anything unexpected becomes a 500 with a one-line message and the
 traceback goes to the server's log, never to the client; a client that hangs up before
-its body has arrived is one ``info`` line, not an error. CORS is open (``*``), as
+its body has arrived is one ``info`` line, not an error. A client that hangs up while its
+text or document is being translated stops that work (:func:`unless_gone`): what it still
+had queued for the worker is dropped, so the worker moves on to requests someone waits for
+and a shutdown does not wait for it. CORS is open (``*``), as
 LibreTranslate's, so that a page on another origin can call the service. A 405 names the
 allowed methods (``Allow``), and every GET route answers HEAD too.
 
@@ -17,11 +20,12 @@ no page here loads anything from the network.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -39,6 +43,36 @@ from attenzione.serve.spec import openapi_spec
 
 log = logging.getLogger("attenzione.serve")
 GET = ["GET", "HEAD"]  # uvicorn sends no body for HEAD
+T = TypeVar("T")
+
+
+class Gone(Exception):
+    """The client hung up before its answer was ready: nobody is left to answer."""
+
+
+async def _hung_up(request: Request) -> None:
+    """Return when the client disconnects. Called once the body has been read: the server
+    then has nothing more to give but the news that the connection is gone."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_gone(request: Request, work: Awaitable[T]) -> T:
+    """``work``'s result, unless the client hangs up first: then ``work`` is cancelled (the
+    service drops what it queued for the worker) and :class:`Gone` raised."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_hung_up(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await task
+    if task.cancelled():
+        raise Gone()
+    return task.result()
 
 
 def _swagger_dir() -> Path | None:
@@ -151,6 +185,16 @@ def create_app(service: Service) -> FastAPI:
         )
         return Response(status_code=499)
 
+    @app.exception_handler(Gone)
+    async def gone(request: Request, _: Gone) -> Response:
+        log.info(
+            "client %s disconnected while %s %s was being translated: its work is dropped",
+            client(request),
+            request.method,
+            request.url.path,
+        )
+        return Response(status_code=499)
+
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
@@ -173,7 +217,7 @@ def create_app(service: Service) -> FastAPI:
         # an upload may take longer than a text: the read timeout plus 64 KiB/s of its limit
         limit = service.settings.file_limit
         fields, upload = await read_upload(request, limit + 64 * 1024, read_timeout + limit / 65536)
-        name = await service.translate_file(fields, upload, client(request))
+        name = await unless_gone(request, service.translate_file(fields, upload, client(request)))
         url = f"{request.base_url}download_file/{quote(name)}"  # a name may be "猫.txt"
         return JSONResponse({"translatedFileUrl": url})
 
@@ -192,7 +236,7 @@ def create_app(service: Service) -> FastAPI:
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
         fields = await read_fields(request, max_body, read_timeout)
-        return JSONResponse(await service.translate(fields, client(request)))
+        return JSONResponse(await unless_gone(request, service.translate(fields, client(request))))
 
     @app.post("/detect")
     async def detect(request: Request) -> JSONResponse:

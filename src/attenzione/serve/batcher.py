@@ -26,6 +26,10 @@ The queue is bounded in sentences: a request that does not fit raises :class:`Qu
 timeouts). A request with more sentences than the whole queue holds is admitted when the queue
 is empty, so a long text within the character limit is never refused for good.
 :meth:`Batcher.stop` lets the worker finish everything already admitted.
+
+A sentence whose future is cancelled before the worker starts it (its client hung up, its
+document ran out of time) is dropped unread: it neither takes a place in a batch nor holds
+the queue full, and ``/health`` counts it (``cancelled_sentences``).
 """
 
 from __future__ import annotations
@@ -103,6 +107,7 @@ class Stats:
     rejected_requests: int = 0
     failed_batches: int = 0
     busy_seconds: float = 0.0
+    cancelled_sentences: int = 0  # dropped unread: their request gave up before they ran
 
     def as_dict(self, queued: int, running: int) -> dict[str, Any]:
         return {
@@ -116,6 +121,7 @@ class Stats:
             "running_sentences": running,
             "rejected_requests": self.rejected_requests,
             "failed_batches": self.failed_batches,
+            "cancelled_sentences": self.cancelled_sentences,
             "busy_seconds": round(self.busy_seconds, 3),
         }
 
@@ -214,6 +220,8 @@ class Batcher:
         with self._cond:
             if self._stopping:
                 raise Stopped("the server is shutting down")
+            if self._queue and len(self._queue) + len(jobs) > self.max_queue:
+                self._drop_cancelled()  # what nobody waits for any more holds no place
             # A request larger than the whole queue (a long text within the character limit)
             # is admitted when nothing waits: refusing it would mean refusing it forever.
             if self._queue and len(self._queue) + len(jobs) > self.max_queue:
@@ -228,6 +236,12 @@ class Batcher:
         return [j.future for j in jobs]
 
     # ------------------------------------------------------------------ the worker
+    def _drop_cancelled(self) -> None:
+        """Take the jobs whose futures were cancelled out of the queue (under the lock)."""
+        kept = deque(j for j in self._queue if not j.future.cancelled())
+        self.stats.cancelled_sentences += len(self._queue) - len(kept)
+        self._queue = kept
+
     def _budget_reached(self) -> bool:
         """True when the waiting sentences already fill a batch (no point in waiting)."""
         return len(self._queue) >= self.max_sentences or (
@@ -235,7 +249,11 @@ class Batcher:
         )
 
     def _take(self) -> list[_Job]:
-        """The oldest job and its compatible successors, within the batch budget."""
+        """The oldest job and its compatible successors, within the batch budget (none when
+        every waiting job was cancelled)."""
+        self._drop_cancelled()
+        if not self._queue:
+            return []
         decoding, model = self._queue[0].decoding, self._queue[0].model
         taken: list[_Job] = []
         kept: deque[_Job] = deque()
@@ -269,6 +287,8 @@ class Batcher:
                         break
                     self._cond.wait(left)
                 batch = self._take()
+                if not batch:  # all it found was cancelled
+                    continue
                 self._running = len(batch)
             self._run(batch)
             with self._cond:
@@ -282,7 +302,11 @@ class Batcher:
         A job whose future was cancelled while it waited (its request gave up: a document
         past its time) is dropped here; the others are marked running, so that a late cancel
         cannot make resolving them fail."""
-        batch = [j for j in batch if j.future.set_running_or_notify_cancel()]
+        running = [j for j in batch if j.future.set_running_or_notify_cancel()]
+        if len(running) < len(batch):
+            with self._cond:
+                self.stats.cancelled_sentences += len(batch) - len(running)
+        batch = running
         if not batch:
             return
         started = time.monotonic()

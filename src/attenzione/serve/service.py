@@ -191,6 +191,10 @@ class Service:
             raise ApiError(503, str(exc), headers) from None
         try:
             return [[await asyncio.wrap_future(f) for f in fs] for fs in waiting]
+        except asyncio.CancelledError:  # the client hung up: nobody waits for the rest
+            for f in submitted:
+                f.cancel()
+            raise
         except ValueError as exc:  # a search the model refuses (too wide): the client's to fix
             raise ApiError(400, f"Invalid request: {exc}") from None
         except Exception as exc:
@@ -261,6 +265,10 @@ class Service:
                     futures = self.batcher.submit(todo[at : at + step], decoding, model=route)
                     for f in futures:
                         translations.append((await asyncio.wrap_future(f)).candidates[0].text)
+        except asyncio.CancelledError:  # the client hung up: the rest is never queued
+            for f in futures:
+                f.cancel()  # and what still waits in the queue is dropped by the worker
+            raise
         except TimeoutError:
             for f in futures:
                 f.cancel()  # what still waits in the queue is dropped by the worker

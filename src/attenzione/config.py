@@ -41,6 +41,35 @@ def _check(cond: bool, message: str) -> None:
         raise ValueError(message)
 
 
+# What each annotation of a config field takes, read from its text (the module's annotations
+# are strings): the JSON of a config file could hold anything, and a list where a number
+# belongs would otherwise fail later in a comparison, with Python's words ("'<=' not
+# supported between instances of 'float' and 'list'") in place of the field's
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "int": ((int,), "an int"),
+    "float": ((int, float), "a number"),
+    "bool": ((bool,), "true or false"),
+    "str": ((str,), "a string"),
+}
+
+
+def _check_types(config: Any) -> None:
+    """A ValueError naming the first field of ``config`` whose value is not of its type
+    (a bool is no int nor number here, though Python counts it as one)."""
+    for f in fields(config):
+        value = getattr(config, f.name)
+        kind = str(f.type)
+        if kind.endswith(" | None"):
+            if value is None:
+                continue
+            kind = kind.removesuffix(" | None")
+        if kind not in _KINDS:  # a Literal: the field's own check names the values it takes
+            continue
+        types, what = _KINDS[kind]
+        if (kind != "bool" and isinstance(value, bool)) or not isinstance(value, types):
+            raise ValueError(f"{f.name} must be {what}, got {value!r}")
+
+
 def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
     """Build ``cls`` from a dict, naming unknown keys instead of failing with a TypeError."""
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
@@ -121,6 +150,7 @@ class ModelConfig(_JsonMixin):
     decoder_start_id: int | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_head", "d_ff"):
             value = getattr(self, name)
             _check(
@@ -387,6 +417,10 @@ class TrainConfig(_JsonMixin):
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.patience >= 0, f"patience must be >= 0 (0 = off), got {self.patience}")
         _check(self.vocab_size >= 16, f"vocab_size must be >= 16, got {self.vocab_size}")
+        _check(
+            self.max_src_tokens >= 1,
+            f"max_src_tokens must be >= 1, got {self.max_src_tokens}",
+        )
         for name in ("enc_layers", "dec_layers", "d_ff"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")

@@ -63,9 +63,13 @@ def describe(directory: Path) -> dict[str, Any]:
     if path.is_file():
         loaded = read_json(path)
         train_cfg = loaded if isinstance(loaded, dict) else {}
+        extra = train_cfg.get("extra_data") or []
+        if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
+            raise ValueError(f"{path}: extra_data must be a list of corpora (strings)")
+    # read_info checked the types of what info.json records
     data = info.get("corpora") or ([info["data"]] if info.get("data") else [])
     if not data and train_cfg.get("data"):
-        data = [str(train_cfg["data"]), *map(str, train_cfg.get("extra_data") or [])]
+        data = [str(train_cfg["data"]), *train_cfg.get("extra_data", [])]
     scores = {k: v for k, v in info.items() if (k.startswith(("dev_", "test_")) and v is not None)}
     return {
         "path": str(directory),

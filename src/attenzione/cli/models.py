@@ -11,12 +11,24 @@ import typer
 from attenzione.cli.common import user_errors
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _figure(info: dict[str, Any], key: str) -> str:
-    """``BLEU / chrF`` of a dev set the shipping script scored (beam search), or ``-``."""
+    """``BLEU / chrF`` of a dev set the shipping script scored (beam search), or ``-`` (also
+    for figures that are not numbers: info.json is anyone's to edit)."""
     scores = info.get(key)
-    if not isinstance(scores, dict) or "bleu" not in scores:
+    if not isinstance(scores, dict) or not _number(scores.get("bleu")):
         return "-"
-    return f"{scores['bleu']:.2f} / {scores.get('chrf', float('nan')):.2f}"
+    chrf = scores.get("chrf")
+    return f"{scores['bleu']:.2f} / {chrf if _number(chrf) else float('nan'):.2f}"
+
+
+def _parameters(info: dict[str, Any]) -> int | None:
+    """The parameter count info.json records (None: none, or not a count)."""
+    value = info.get("parameters")
+    return value if _number(value) and isinstance(value, int) and value >= 0 else None
 
 
 def models(
@@ -41,7 +53,7 @@ def models(
                 "target": m.target,
                 "path": str(m.path),
                 "shipped": m.shipped,
-                "parameters": m.info.get("parameters"),
+                "parameters": _parameters(m.info),
                 "bytes": sizes[m.pair],
                 "flores_dev": _figure(m.info, "dev_flores_beam"),
                 "tatoeba_dev": _figure(m.info, "dev_beam"),
@@ -57,11 +69,11 @@ def models(
         head = ("pair", "parameters", "MB", "FLORES dev BLEU/chrF", "Tatoeba dev BLEU/chrF", "from")
         table = [head]
         for m, r in zip(found, rows, strict=True):
-            params = m.info.get("parameters")
+            params = _parameters(m.info)
             table.append(
                 (
                     m.pair,
-                    f"{params / 1e6:.1f}M" if isinstance(params, int) else "-",
+                    f"{params / 1e6:.1f}M" if params is not None else "-",
                     f"{sizes[m.pair] / 1e6:.1f}",
                     str(r["flores_dev"]),
                     str(r["tatoeba_dev"]),

@@ -143,6 +143,10 @@ def load_glove_text(
                 row = np.asarray(fields[len(fields) - dim :], dtype=np.float32)
             except ValueError:
                 raise ValueError(f"{path}:{no}: a vector value is not a number") from None
+            if not np.isfinite(row).all():  # nan would rank as a similarity, inf as nan
+                raise ValueError(
+                    f"{path}:{no}: a vector value is not finite (nan or inf): the file is damaged"
+                )
             if len(words) == len(store):
                 store = np.concatenate([store, np.empty_like(store)])
             store[len(words)] = row

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from attenzione.data.jsonfile import read_json, read_json_object
+from attenzione.data.jsonfile import member, read_json, read_json_object
 from attenzione.data.tokenizers import CONFIG_NAME, WORD_START, Tokenizer, _inside
 
 SIDES = ("source", "target")
@@ -98,10 +98,14 @@ class MarianVocabTokenizer(Tokenizer):
             raise ValueError(f"side must be 'source' or 'target', not {side!r}")
         self.side = side
         self.proto = spm_proto
+        if not spm_proto:  # sentencepiece takes b"" for a model of no pieces
+            raise RuntimeError("the file is empty")
         self.sp = spm.SentencePieceProcessor(model_proto=spm_proto)
         self.sp_size = int(self.sp.get_piece_size())
+        if self.sp_size == 0:
+            raise RuntimeError("it holds no pieces")
         self.vocab = _checked_vocab(vocab)
-        self.added = tuple(added)
+        self.added = tuple(_checked_added(t) for t in added)
         self.eos_token, self.unk_token, self.pad_token = eos_token, unk_token, pad_token
         self.clean_up_spaces = bool(clean_up_spaces)
         # id → piece: the table's, then the added tokens' (transformers looks them up first)
@@ -137,21 +141,32 @@ class MarianVocabTokenizer(Tokenizer):
         d = Path(path)
         if side not in SIDES:
             raise ValueError(f"side must be 'source' or 'target', not {side!r}")
-        config = read_json_object(d / HF_CONFIG) if (d / HF_CONFIG).is_file() else {}
-        if "added_tokens_decoder" not in config and (d / HF_SPECIALS).is_file():
-            specials = read_json(d / HF_SPECIALS)  # older directories: the names only
+        # every file through member(): a link that leads out of the directory is refused
+        config_path = member(d, HF_CONFIG)
+        config = read_json_object(config_path) if config_path.is_file() else {}
+        specials_path = member(d, HF_SPECIALS)
+        if "added_tokens_decoder" not in config and specials_path.is_file():
+            specials = read_json(specials_path)  # older directories: the names only
             if isinstance(specials, dict):
                 config = {**config, **specials}
+                config_path = specials_path if not config_path.is_file() else config_path
         separate = bool(config.get("separate_vocabs", False)) and side == "target"
-        vocab_path = d / (TARGET_VOCAB_FILE if separate else VOCAB_FILE)
-        spm_path = d / SPM_FILES[side]
+        vocab_path = member(d, TARGET_VOCAB_FILE if separate else VOCAB_FILE)
+        spm_path = member(d, SPM_FILES[side])
         for needed in (vocab_path, spm_path):
             if not needed.is_file():
                 raise FileNotFoundError(f"{needed} not found: not a Marian tokenizer directory")
+        raw = read_json(vocab_path)  # each file's errors name it
         try:
-            vocab = dict(_checked_vocab(read_json(vocab_path)))
+            vocab = dict(_checked_vocab(raw))
+        except ValueError as exc:
+            raise ValueError(f"{vocab_path}: {exc}") from None
+        try:
             names, added = _specials(config, vocab)
-            return cls(
+        except ValueError as exc:
+            raise ValueError(f"{config_path}: {exc}") from None
+        try:
+            tok = cls(
                 spm_path.read_bytes(),
                 vocab,
                 side=side,
@@ -163,6 +178,10 @@ class MarianVocabTokenizer(Tokenizer):
             raise ValueError(f"{d}: {exc}") from None
         except RuntimeError as exc:  # sentencepiece's answer to a damaged model
             raise ValueError(f"{spm_path} is not a SentencePiece model ({exc})") from None
+        # the file that numbers the largest id, for the check that the ids fit a model
+        in_vocab = max(raw.values()) == tok.vocab_size - 1 or not config_path.is_file()
+        tok.origin = str(vocab_path if in_vocab else config_path)
+        return tok
 
     # ------------------------------------------------------------------ the interface
     @property
@@ -275,6 +294,13 @@ def load_marian(directory: Path, config: dict[str, Any], path: Path) -> MarianVo
     try:
         if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
             raise ValueError("'added_tokens' must be a list of objects")
+        names_of = {"content", "id", "special", "lstrip", "rstrip"}
+        for t in raw:
+            if not {"content", "id"} <= set(t) <= names_of:
+                raise ValueError(
+                    f"an added token has the fields content, id, special, lstrip and rstrip, "
+                    f"not {sorted(map(str, t))[:6]}"
+                )
         added = [AddedToken(**t) for t in raw]
         names = {k: config.get(k, DEFAULTS[k]) for k in DEFAULTS}
         if not all(isinstance(v, str) for v in names.values()):
@@ -302,21 +328,29 @@ def _specials(
     grows). ``<unk>`` must be in the vocabulary (transformers refuses otherwise)."""
     values = {k: config.get(k, DEFAULTS.get(k)) for k in NAMED}
     named = {k: _content(v, k) for k, v in values.items() if v is not None}
-    raw_extra = config.get("extra_special_tokens") or config.get("additional_special_tokens")
-    extra = [_content(t, "extra_special_tokens") for t in raw_extra or []]
+    extra_key = "extra_special_tokens"
+    key = extra_key if config.get(extra_key) else "additional_special_tokens"
+    raw_extra = config.get(key) or []
+    if isinstance(raw_extra, dict):  # transformers 5's named extra tokens: {name: token}
+        raw_extra = list(raw_extra.values())
+    if not isinstance(raw_extra, list):  # a string would be read as its characters
+        raise ValueError(f"{key} must be a list of tokens, not {type(raw_extra).__name__}")
+    extra = [_content(t, key, empty=False) for t in raw_extra]
     if named.get("unk_token") not in vocab:
         raise ValueError(f"the unknown token {named.get('unk_token')!r} is not in the vocabulary")
     added: dict[str, AddedToken] = {}
     saved = config.get("added_tokens_decoder") or {}
     if not isinstance(saved, dict):
         raise ValueError("'added_tokens_decoder' must be an object of id → token")
-    for key, token in saved.items():
+    for number, token in saved.items():
+        if not (isinstance(number, str) and number.isascii() and number.isdecimal()):
+            raise ValueError(f"added_tokens_decoder: {str(number)[:30]!r} is not an id")
         if not isinstance(token, dict) or token.get("single_word"):
-            raise ValueError(f"added token {key}: {token!r} is not supported")
-        content = _content(token, "added_tokens_decoder")
+            raise ValueError(f"added_tokens_decoder: the token of id {number} is not supported")
+        content = _content(token, "added_tokens_decoder", empty=False)
         special = bool(token.get("special", False))
         lstrip, rstrip = bool(token.get("lstrip")), bool(token.get("rstrip"))
-        added[content] = AddedToken(content, int(key), special, lstrip, rstrip)
+        added[content] = AddedToken(content, int(number), special, lstrip, rstrip)
     size = len({**vocab, **{t.content: t.id for t in added.values()}})
     for token in dict.fromkeys([*named.values(), *extra]):
         if token in added or not token:
@@ -329,13 +363,32 @@ def _specials(
     return names, list(added.values())
 
 
-def _content(value: object, where: str) -> str:
-    """A token written as a string or as transformers' object (``{"content": ...}``)."""
+def _content(value: object, where: str, *, empty: bool = True) -> str:
+    """A token written as a string or as transformers' object (``{"content": ...}``);
+    ``empty=False``: the empty string is refused too (the text would be cut everywhere)."""
     if isinstance(value, dict):
         value = value.get("content")
     if not isinstance(value, str):
-        raise ValueError(f"{where}: a token must be a string, not {value!r}")
+        raise ValueError(f"{where}: a token must be a string, not {type(value).__name__}")
+    if not value and not empty:
+        raise ValueError(f"{where}: a token is empty (the text would be cut at every character)")
     return value
+
+
+def _checked_added(token: AddedToken) -> AddedToken:
+    """``token`` if its content is a non-empty string, its id an int >= 0 and its flags
+    booleans: an empty token would cut the text at every character, silently."""
+    if not isinstance(token.content, str) or not token.content:
+        raise ValueError(
+            f"an added token is empty or not a string (id {token.id!r}): the text would be cut "
+            "at every character"
+        )
+    if isinstance(token.id, bool) or not isinstance(token.id, int) or token.id < 0:
+        raise ValueError(f"the added token {token.content[:30]!r} has id {token.id!r}, not an id")
+    flags = (token.special, token.lstrip, token.rstrip)
+    if not all(isinstance(f, bool) for f in flags):
+        raise ValueError(f"the added token {token.content[:30]!r} has flags that are not booleans")
+    return token
 
 
 def _checked_vocab(vocab: object) -> dict[str, int]:

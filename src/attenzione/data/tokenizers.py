@@ -41,6 +41,8 @@ class Tokenizer(ABC):
     """text ↔ ids. ``encode`` adds no ``<bos>``/``<eos>``; ``decode`` skips special tokens."""
 
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+    # the file or folder it was read from, for the messages that blame it (None: built here)
+    origin: str | None = None
 
     @property
     @abstractmethod
@@ -351,7 +353,12 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
     refused, as is a symlink leading out), and damaged JSON or model files are ``ValueError``s
     naming the file, never a parser's traceback.
     """
-    d = Path(directory)
+    tok = _load_tokenizer(Path(directory))
+    tok.origin = str(directory)
+    return tok
+
+
+def _load_tokenizer(d: Path) -> Tokenizer:
     path = d / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: not a tokenizer directory")

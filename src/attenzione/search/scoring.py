@@ -80,9 +80,11 @@ def _symbol_table(tok: Tokenizer, vocab_size: int, symbols: str) -> Tensor:
     return table
 
 
-def _byte_pieces(tok: Tokenizer) -> dict[str, int]:
-    """The byte-fallback pieces of a vocabulary (``<0x00>``…``<0xFF>``) and their ids."""
-    pieces = (tok.id_to_token(i) for i in range(tok.vocab_size))
+def _byte_pieces(tok: Tokenizer, rows: int) -> dict[str, int]:
+    """The byte-fallback pieces of a vocabulary (``<0x00>``…``<0xFF>``) and their ids, among
+    the model's ``rows`` (a tokenizer that numbers pieces past them is refused at load,
+    model_dir.check_vocabularies; a walk past them could take for ever: ids of a billion)."""
+    pieces = (tok.id_to_token(i) for i in range(min(tok.vocab_size, rows)))
     return {p: i for i, p in enumerate(pieces) if is_byte_piece(p)}
 
 
@@ -106,8 +108,9 @@ class Scoring:
         # (source id, target id) of each byte piece both vocabularies have: the ones the
         # source can show the model it may copy (a word-level source has none, and then no
         # target byte is banned)
-        src_bytes = _byte_pieces(src_tokenizer)
-        tgt_bytes = src_bytes if tgt_tokenizer is src_tokenizer else _byte_pieces(tgt_tokenizer)
+        src_bytes = _byte_pieces(src_tokenizer, config.src_vocab_size)
+        same = tgt_tokenizer is src_tokenizer and config.tgt_vocab_size == config.src_vocab_size
+        tgt_bytes = src_bytes if same else _byte_pieces(tgt_tokenizer, config.tgt_vocab_size)
         shared = [p for p in tgt_bytes if p in src_bytes]
         self._byte_src = torch.tensor([src_bytes[p] for p in shared], dtype=torch.long)
         self._byte_tgt = torch.tensor([tgt_bytes[p] for p in shared], dtype=torch.long)
@@ -135,7 +138,8 @@ class Scoring:
         # source pieces that end / begin with a digit, and pieces that are not a word's start:
         # a mark written between two digits ("55,000", "9:30"; not "3 (4)") belongs to a
         # number, which the target may write with other separators ("55.000")
-        src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_tokenizer.vocab_size)]
+        src_rows = min(src_tokenizer.vocab_size, config.src_vocab_size)
+        src_pieces = [src_tokenizer.id_to_token(i) for i in range(src_rows)]
         src_pieces += [""] * max(0, config.src_vocab_size - len(src_pieces))
         digits = set(DIGITS)
         self._ends_digit = torch.tensor([p[-1:] in digits for p in src_pieces])

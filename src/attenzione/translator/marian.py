@@ -23,14 +23,18 @@ What differs between the two and how it is carried over, one convention at a tim
   (``decoder_start_id = pad_id``) and has no ``<bos>``: ``bos_id`` names ``<unk>``, a token no
   decoder starts from, which decoding drops as transformers' ``skip_special_tokens`` does.
 
-Anything else (unequal encoder and decoder widths, a weight left unused) is refused in one line.
-Weights come from ``model.safetensors`` (sharded or not) or from ``pytorch_model.bin`` through
-``torch.load(weights_only=True)``, which reads tensors and never runs code.
+Anything else (unequal encoder and decoder widths, a weight left unused or of another shape or
+type, a size that is not a positive int, a model this machine could not hold) is refused in
+one line, before anything is allocated. Weights come from ``model.safetensors`` (sharded or
+not) or from ``pytorch_model.bin`` through ``torch.load(weights_only=True)``, which reads
+tensors and never runs code. Every file is read through
+:func:`~attenzione.translator.weights.member`: none through a link that leads out of the
+directory.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -39,11 +43,19 @@ import torch
 from torch import Tensor
 
 from attenzione.config import ModelConfig
-from attenzione.data.jsonfile import read_json_object
+from attenzione.data.jsonfile import read_json, read_json_object
 from attenzione.model.positional import sinusoidal_table
 from attenzione.model.transformer import Transformer
 from attenzione.search.ranking import RANKING_TERMS
-from attenzione.translator.weights import build_model, check_finite, check_state, member
+from attenzione.translator.weights import (
+    build_model,
+    check_dtypes,
+    check_finite,
+    check_fits_memory,
+    check_state,
+    load_pickled,
+    member,
+)
 from attenzione.translator.weights import load_weights_file as read_safetensors
 
 HF_CONFIG = "config.json"
@@ -58,6 +70,11 @@ MARIAN_DEFAULTS: dict[str, Any] = {
     "decoder_start_token_id": 58100, "share_encoder_decoder_embeddings": True,
     "tie_word_embeddings": True,
 }  # fmt: skip
+# The fields of MARIAN_DEFAULTS that are sizes (a positive int) and ids (an int >= 0)
+SIZES = ("vocab_size", "max_position_embeddings", "encoder_layers", "decoder_layers",
+         "encoder_ffn_dim", "decoder_ffn_dim", "encoder_attention_heads",
+         "decoder_attention_heads", "d_model")  # fmt: skip
+IDS = ("pad_token_id", "eos_token_id", "decoder_start_token_id")
 # transformers' activation names → ours (ACT2FN: "swish" and "silu" are both SiLU)
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
 GENERIC = ["carry", "split", "inline-tags"]  # the text steps an import gets: any language
@@ -86,10 +103,30 @@ def read_hf_config(directory: str | Path) -> dict[str, Any]:
     given = {k: v for k, v in data.items() if v is not None}
     start = {"decoder_start_token_id": given.get("pad_token_id", MARIAN_DEFAULTS["pad_token_id"])}
     hf = {**MARIAN_DEFAULTS, **start, **given}  # Marian's decoder starts from <pad>
-    for key, default in MARIAN_DEFAULTS.items():  # MarianConfig's types: ints, booleans
-        if isinstance(default, int) and type(hf[key]) is not type(default):
-            raise ValueError(f"{path}: {key} must be a {type(default).__name__}, not {hf[key]!r}")
+    for key, default in MARIAN_DEFAULTS.items():  # MarianConfig's types: ints, booleans, floats
+        value = hf[key]
+        if isinstance(default, int) and type(value) is not type(default):
+            kind = type(default).__name__
+            raise ValueError(f"{path}: {key} must be a {kind}, not {_brief(value)}")
+        if isinstance(default, float) and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"{path}: {key} must be a number, not {_brief(value)}")
+    for key in (*SIZES, "decoder_vocab_size"):
+        value = hf[key]
+        if value is not None and (type(value) is not int or value <= 0):
+            raise ValueError(f"{path}: {key} must be a positive int, not {_brief(value)}")
+    for key in IDS:
+        if hf[key] < 0:
+            raise ValueError(f"{path}: {key} must be an id (an int >= 0), not {hf[key]}")
     return hf
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"a {type(value).__name__}"
 
 
 def read_hf_weights(directory: str | Path) -> dict[str, Tensor]:
@@ -98,24 +135,29 @@ def read_hf_weights(directory: str | Path) -> dict[str, Tensor]:
     directory = Path(directory)
     single, index, pickled = (member(directory, name) for name in HF_WEIGHTS)
     if single.is_file():
-        return read_safetensors(single)
+        state = read_safetensors(single)
+        check_dtypes(state, str(single))
+        return state
     if index.is_file():
+        data = read_json(index)  # its errors name the file
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = data["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            if not all(isinstance(shard, str) for shard in shards):
+                raise TypeError
+        except (KeyError, TypeError, AttributeError):
             raise ValueError(f"{index} is not a safetensors index") from None
-        state: dict[str, Tensor] = {}
+        state = {}
         for shard in shards:
-            state.update(read_safetensors(member(directory, str(shard))))
+            path = member(directory, shard)
+            state.update(read_safetensors(path))
+            check_dtypes(state, str(path))
         return state
     if pickled.is_file():
-        try:
-            loaded = torch.load(pickled, map_location="cpu", weights_only=True)
-        except Exception as exc:  # an unpickler refusal, a truncated file …: one line
-            raise ValueError(f"{pickled} is not a readable weights file ({exc})") from None
+        loaded = load_pickled(pickled, "a weights file")
         if not isinstance(loaded, dict) or not all(isinstance(t, Tensor) for t in loaded.values()):
             raise ValueError(f"{pickled} does not hold a dict of tensors")
+        check_dtypes(loaded, str(pickled))
         check_finite(loaded, str(pickled))
         return loaded
     names = ", ".join(HF_WEIGHTS[::2])
@@ -133,27 +175,16 @@ def convert(
     """Our config and state dict (untied names only) for a Marian ``hf`` config (as
     :func:`read_hf_config` gives it) and its tensors. ``unk_id``: ``<unk>``'s id in the
     vocabulary (None: the smallest id that is neither padding nor ``<eos>``)."""
+    cfg = model_config(hf, unk_id=unk_id, where=where)  # its memory checked: nothing built yet
     state = {k.removeprefix("model."): v for k, v in hf_state.items()}
-    d, heads, d_ff = _same(hf, "d_model"), _same(hf, "attention_heads"), _same(hf, "ffn_dim")
-    if d % heads:
-        raise ValueError(f"{where}: d_model {d} is not a multiple of {heads} heads")
-    activation = ACTIVATIONS.get(str(hf["activation_function"]))
-    if activation is None:
-        raise ValueError(
-            f"{where}: activation_function {hf['activation_function']!r} is not one this "
-            f"package has ({', '.join(ACTIVATIONS)})"
-        )
-    shared, tied = bool(hf["share_encoder_decoder_embeddings"]), bool(hf["tie_word_embeddings"])
-    vocab = int(hf["vocab_size"])
-    tgt_vocab = vocab if shared else int(hf["decoder_vocab_size"] or vocab)
-    pad, eos = int(hf["pad_token_id"]), int(hf["eos_token_id"])
-    if unk_id is None:
-        unk_id = min(set(range(3)) - {pad, eos})
+    d, d_ff, tgt_vocab = cfg.d_model, cfg.d_ff, cfg.tgt_vocab_size
+    shared, tied = cfg.share_src_tgt_embeddings, cfg.tie_embeddings
     ours: dict[str, Tensor] = {}
-    positions = _positions(state, int(hf["max_position_embeddings"]), d, where)
+    positions = _positions(state, cfg.max_len, d, where)
     if positions is not None:
         ours["positions.embedding.weight"] = positions
-    src, tgt, out = _embeddings(state, shared, tied, where, (vocab, tgt_vocab, tgt_vocab, d))
+    rows = (cfg.src_vocab_size, tgt_vocab, tgt_vocab, d)
+    src, tgt, out = _embeddings(state, shared, tied, where, rows)
     # one matrix where the checkpoint's are one (OPUS-MT's joint vocabulary: all three)
     shared = src.shape == tgt.shape and torch.equal(src, tgt)
     tied = torch.equal(out, tgt)
@@ -172,49 +203,88 @@ def convert(
         ("decoder", int(hf["decoder_layers"]), DECODER_NORMS),
     ):
         for i in range(n_layers):
-            ours.update(_layer(state, f"{side}.layers.{i}.", f"{side}_layers.{i}.", norms, where))
+            ours.update(
+                _layer(state, f"{side}.layers.{i}.", f"{side}_layers.{i}.", norms, where, d, d_ff)
+            )
     if state:
         left = ", ".join(sorted(state)[:4])
         raise ValueError(f"{where} holds weights a Marian model does not use: {left}")
-    cfg = ModelConfig(
-        src_vocab_size=vocab,
-        tgt_vocab_size=tgt_vocab,
-        d_model=d,
-        n_heads=heads,
-        d_head=d // heads,
-        d_ff=d_ff,
-        n_enc_layers=int(hf["encoder_layers"]),
-        n_dec_layers=int(hf["decoder_layers"]),
-        dropout=float(hf["dropout"]),
-        attn_dropout=float(hf["attention_dropout"]),
-        max_len=int(hf["max_position_embeddings"]),
+    cfg = cfg.replace(
         positions="sinusoidal" if positions is None else "learned",
-        norm="post",
         tie_embeddings=tied,
         share_src_tgt_embeddings=shared,
-        pad_id=pad,
-        bos_id=unk_id,  # Marian has no <bos>: see the module docstring
-        eos_id=eos,
-        unk_id=unk_id,
-        activation=activation,  # type: ignore[arg-type]
-        sinusoid_layout="halves",
-        scale_embeddings=bool(hf["scale_embedding"]),
         output_bias="generator.bias" in ours,
-        layer_norm_eps=1e-5,  # transformers' nn.LayerNorm default, which Marian keeps
-        decoder_start_id=int(hf["decoder_start_token_id"]),
     )
     return cfg, ours
 
 
-def _same(hf: dict[str, Any], what: str) -> int:
+def model_config(
+    hf: dict[str, Any], *, unk_id: int | None = None, where: str = "the checkpoint"
+) -> ModelConfig:
+    """Our config of the Marian model ``hf`` describes, as the config alone tells it
+    (sinusoidal positions, the embeddings shared and tied as it says, no output bias: what
+    :func:`convert` then reads off the weights can only make it smaller), refused in one line
+    if this machine could not hold the model (the position table included): checked before
+    a weight is read or a table built."""
+    d, heads = _same(hf, "d_model", where), _same(hf, "attention_heads", where)
+    d_ff = _same(hf, "ffn_dim", where)
+    if d % heads:
+        raise ValueError(f"{where}: d_model {d} is not a multiple of {heads} heads")
+    activation = ACTIVATIONS.get(str(hf["activation_function"]))
+    if activation is None:
+        raise ValueError(
+            f"{where}: activation_function {_brief(hf['activation_function'])} is not one this "
+            f"package has ({', '.join(ACTIVATIONS)})"
+        )
+    shared, tied = bool(hf["share_encoder_decoder_embeddings"]), bool(hf["tie_word_embeddings"])
+    vocab = int(hf["vocab_size"])
+    tgt_vocab = vocab if shared else int(hf["decoder_vocab_size"] or vocab)
+    pad, eos = int(hf["pad_token_id"]), int(hf["eos_token_id"])
+    if unk_id is None:
+        unk_id = min(set(range(3)) - {pad, eos})
+    try:
+        cfg = ModelConfig(
+            src_vocab_size=vocab,
+            tgt_vocab_size=tgt_vocab,
+            d_model=d,
+            n_heads=heads,
+            d_head=d // heads,
+            d_ff=d_ff,
+            n_enc_layers=int(hf["encoder_layers"]),
+            n_dec_layers=int(hf["decoder_layers"]),
+            dropout=float(hf["dropout"]),
+            attn_dropout=float(hf["attention_dropout"]),
+            max_len=int(hf["max_position_embeddings"]),
+            positions="sinusoidal",
+            norm="post",
+            tie_embeddings=tied,
+            share_src_tgt_embeddings=shared,
+            pad_id=pad,
+            bos_id=unk_id,  # Marian has no <bos>: see the module docstring
+            eos_id=eos,
+            unk_id=unk_id,
+            activation=activation,  # type: ignore[arg-type]
+            sinusoid_layout="halves",
+            scale_embeddings=bool(hf["scale_embedding"]),
+            output_bias=False,
+            layer_norm_eps=1e-5,  # transformers' nn.LayerNorm default, which Marian keeps
+            decoder_start_id=int(hf["decoder_start_token_id"]),
+        )
+    except ValueError as exc:
+        raise ValueError(f"{where}/{HF_CONFIG}: {exc}") from None
+    check_fits_memory(cfg, f"{where}/{HF_CONFIG}")
+    return cfg
+
+
+def _same(hf: dict[str, Any], what: str, where: str = "the checkpoint") -> int:
     """The encoder's and the decoder's ``what`` (heads, FFN width), which ours share."""
     enc, dec = hf.get(f"encoder_{what}", hf.get(what)), hf.get(f"decoder_{what}", hf.get(what))
     if not isinstance(enc, int) or enc <= 0:
-        raise ValueError(f"config.json: {what} must be a positive int, not {enc!r}")
+        raise ValueError(f"{where}/{HF_CONFIG}: {what} must be a positive int, not {_brief(enc)}")
     if enc != dec:
         raise ValueError(
-            f"config.json: encoder_{what} {enc} and decoder_{what} {dec} differ, and this "
-            "package's encoder and decoder share one"
+            f"{where}/{HF_CONFIG}: encoder_{what} {enc} and decoder_{what} {dec} differ, and "
+            "this package's encoder and decoder share one"
         )
     return int(enc)
 
@@ -266,36 +336,51 @@ def _positions(state: dict[str, Tensor], max_pos: int, d: int, where: str) -> Te
 
 
 def _layer(
-    state: dict[str, Tensor], theirs: str, ours: str, norms: dict[str, str], where: str
+    state: dict[str, Tensor],
+    theirs: str,
+    ours: str,
+    norms: dict[str, str],
+    where: str,
+    d: int,
+    d_ff: int,
 ) -> dict[str, Tensor]:
-    """One encoder or decoder layer's tensors under our names (each removed from ``state``)."""
+    """One encoder or decoder layer's tensors under our names (each removed from ``state``),
+    each of the shape a layer of width ``d`` and feed-forward width ``d_ff`` has."""
     out: dict[str, Tensor] = {}
     attns = {"self_attn": "self_attn"}
     if "encoder_attn_layer_norm" in norms:
         attns["encoder_attn"] = "cross_attn"
+    shapes = {"weight": (d, d), "bias": (d,)}
     for their_attn, our_attn in attns.items():
         a, b = f"{theirs}{their_attn}.", f"{ours}{our_attn}."
-        for kind in ("weight", "bias"):
-            parts = [_pop(state, f"{a}{p}_proj.{kind}", where) for p in "qkv"]
+        for kind, shape in shapes.items():
+            parts = [_pop(state, f"{a}{p}_proj.{kind}", where, shape) for p in "qkv"]
             out[f"{b}qkv_proj.{kind}"] = torch.cat(parts, dim=0)  # rows [Q; K; V]
-            out[f"{b}out_proj.{kind}"] = _pop(state, f"{a}out_proj.{kind}", where)
-    for kind in ("weight", "bias"):
-        out[f"{ours}ffn.linear1.{kind}"] = _pop(state, f"{theirs}fc1.{kind}", where)
-        out[f"{ours}ffn.linear2.{kind}"] = _pop(state, f"{theirs}fc2.{kind}", where)
+            out[f"{b}out_proj.{kind}"] = _pop(state, f"{a}out_proj.{kind}", where, shape)
+    ffn = {"weight": ((d_ff, d), (d, d_ff)), "bias": ((d_ff,), (d,))}
+    for kind, (first, second) in ffn.items():
+        out[f"{ours}ffn.linear1.{kind}"] = _pop(state, f"{theirs}fc1.{kind}", where, first)
+        out[f"{ours}ffn.linear2.{kind}"] = _pop(state, f"{theirs}fc2.{kind}", where, second)
         for their_norm, our_norm in norms.items():
-            out[f"{ours}{our_norm}.{kind}"] = _pop(state, f"{theirs}{their_norm}.{kind}", where)
+            name = f"{theirs}{their_norm}.{kind}"
+            out[f"{ours}{our_norm}.{kind}"] = _pop(state, name, where, (d,))
     return out
 
 
-def _pop(state: dict[str, Tensor], name: str, where: str) -> Tensor:
+def _pop(state: dict[str, Tensor], name: str, where: str, shape: tuple[int, ...]) -> Tensor:
     if name not in state:
         raise ValueError(f"{where} lacks {name}")
-    return state.pop(name)
+    t = state.pop(name)
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{where}: {name} is {tuple(t.shape)}, not {shape}")
+    return t
 
 
 def load_marian(directory: str | Path, *, unk_id: int | None = None) -> Transformer:
-    """Our :class:`Transformer` with the weights of the Hugging Face Marian ``directory``."""
+    """Our :class:`Transformer` with the weights of the Hugging Face Marian ``directory``;
+    the config is checked (sizes, types, this machine's memory) before a weight is read."""
     hf = read_hf_config(directory)
+    model_config(hf, unk_id=unk_id, where=str(directory))
     cfg, state = convert(hf, read_hf_weights(directory), unk_id=unk_id, where=str(directory))
     model = build_model(cfg, str(Path(directory) / HF_CONFIG))
     check_state(model, state, str(directory))
@@ -352,8 +437,8 @@ def language_pair(directory: str | Path, origin: str) -> tuple[str, str] | None:
     path = member(directory, "tokenizer_config.json")
     if path.is_file():
         try:
-            tok = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            tok = read_json(path)
+        except ValueError:  # damaged: the tokenizer's reader says so, in one line
             tok = {}
         src, tgt = (
             tok.get(k) if isinstance(tok, dict) else None for k in ("source_lang", "target_lang")

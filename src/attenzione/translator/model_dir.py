@@ -23,7 +23,8 @@ files. A directory is written whole into a temporary sibling and swapped in by
 :func:`attenzione.atomic.replace_directory`, so a kill at any instant leaves a complete
 checkpoint under ``NAME`` or ``.NAME.old``, and :func:`find_model_dir` finds it. Loading turns
 every way a directory can be damaged (missing, truncated or foreign files, weights that
-disagree with the config or are not finite, a config no machine could hold) into a
+disagree with the config or are not finite, a config no machine could hold, a vocabulary
+whose ids the model has no rows for, an ``info.json`` field of the wrong type) into a
 ``ValueError``/``FileNotFoundError`` that names the file — the CLI prints it as one line.
 
 Every file is read through :func:`~attenzione.translator.weights.member`: a symbolic link that
@@ -58,12 +59,12 @@ from attenzione.translator.weights import WEIGHTS_NAME as WEIGHTS_NAME
 from attenzione.translator.weights import build_model as build_model
 from attenzione.translator.weights import check_state as check_state
 from attenzione.translator.weights import load_model as load_model
+from attenzione.translator.weights import load_pickled, save_tensors
 from attenzione.translator.weights import load_weights_file as load_weights_file
 from attenzione.translator.weights import member as member
 from attenzione.translator.weights import parameter_count as parameter_count
 from attenzione.translator.weights import read_config as read_config
 from attenzione.translator.weights import save_snapshot as save_snapshot
-from attenzione.translator.weights import save_tensors
 from attenzione.translator.weights import save_weights as save_weights
 from attenzione.translator.weights import snapshot_path as snapshot_path
 from attenzione.translator.weights import snapshot_steps as snapshot_steps
@@ -119,15 +120,86 @@ def load_tokenizers(
                     f"{theirs} but {directory / CONFIG_NAME} says {ours}"
                 )
         toks.append(tok)
+    if cfg is not None:
+        check_vocabularies(cfg, toks[0], toks[1], f"the model of {directory / CONFIG_NAME}")
     return toks[0], toks[1]
 
 
+def check_vocabularies(
+    cfg: ModelConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, model: str = "the model"
+) -> None:
+    """A ValueError naming the tokenizer's file unless every id each tokenizer can give is a
+    row of the model's embeddings (``src_vocab_size``, ``tgt_vocab_size``).
+
+    A vocabulary that numbers a piece past the rows would crash the first sentence that holds
+    it (an IndexError, a 500 that fails the service's whole batch), and one whose ids reach a
+    billion made loading walk a billion pieces. A tokenizer of fewer ids than rows is fine:
+    the rows it never gives are never read. Run at load and before a directory is written
+    (``attenzione import``, training), so no model directory of that kind is ever written."""
+    sides = (
+        ("source", src_tok, cfg.src_vocab_size, "src_vocab_size"),
+        ("target", tgt_tok, cfg.tgt_vocab_size, "tgt_vocab_size"),
+    )
+    for side, tok, rows, field in sides:
+        if tok.vocab_size > rows:
+            where = tok.origin or f"the {side} tokenizer"
+            raise ValueError(
+                f"{where} numbers its pieces up to id {tok.vocab_size - 1}, but {model} has "
+                f"{rows} rows for them ({field} {rows}): every id must be a row of the model"
+            )
+
+
 def read_info(directory: str | Path) -> dict[str, Any]:
-    """``info.json`` as a dict ({} if absent); a damaged file is a ValueError."""
+    """``info.json`` as a dict ({} if absent); a damaged file, or a field the package reads
+    that is not of its type (:data:`INFO_FIELDS`), is a ValueError naming the field."""
     path = member(directory, INFO_NAME)
     if not path.is_file():
         return {}
-    return read_json_object(path)
+    info = read_json_object(path)
+    for field, (ok, what) in INFO_FIELDS.items():
+        value = info.get(field)
+        if field in info and not (ok(value) or (value is None and field not in NOT_NULL)):
+            raise ValueError(f"{path}: {field} must be {what}, not {_brief(value)}")
+    return info
+
+
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# The fields of info.json the package computes with or prints, and what each must be (in the
+# words of the error): null is "not recorded" (NOT_NULL: the fields null means nothing for)
+INFO_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "parameters": (lambda v: _count(v, 0), "a whole number >= 0"),
+    "max_src_tokens": (lambda v: _count(v, 1), "a whole number >= 1"),
+    "step": (lambda v: _count(v, 0), "a whole number >= 0"),
+    "corpora": (_strings, "a list of corpus names (strings)"),
+    "tags": (_strings, "a list of corpus tags (strings)"),
+    **{
+        name: ((lambda v: isinstance(v, str)), "a string")
+        for name in (
+            "data",
+            "source_language",
+            "target_language",
+            "number_format",
+            "default_tag",
+            "preset",
+            "attribution",
+            "licence",
+        )
+    },
+}
+NOT_NULL = frozenset({"max_src_tokens"})
+
+
+def _brief(value: Any) -> str:
+    """``value`` as an error shows it: a short repr, or its type's name when long."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else f"a JSON {type(value).__name__}"
 
 
 def read_words(directory: str | Path, name: str = WORDS_NAME) -> list[str] | None:
@@ -193,7 +265,9 @@ def load_state(directory: str | Path) -> dict[str, Any]:
     path = member(directory, STATE_NAME)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this checkpoint cannot be resumed")
-    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_pickled(path, "a training state")
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a training state: it holds a {type(state).__name__}")
     return state
 
 
@@ -220,6 +294,7 @@ def write_model_dir(
     visible without them. ``words`` writes ``tgt_words.txt`` and ``translated``
     ``src_translated.txt`` (see :func:`read_words`), ``shortlist`` ``shortlist.safetensors``.
     """
+    check_vocabularies(model.config, src_tok, tgt_tok)  # a directory loading would refuse
     required = MODEL_FILES + ((STATE_NAME,) if state is not None else ())
     required += tuple(extra_files or {})
 

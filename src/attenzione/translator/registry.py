@@ -6,7 +6,10 @@ is read from its directory's name (``en-it``). The package ships one directory p
 under ``attenzione/pretrained/``. A user's own models are found the same way in the folders
 listed in the environment variable :data:`ENV` (separated by ``:``, ``;`` on Windows), each
 holding one model directory per pair; a pair found there is taken before the shipped one, so
-that a model trained at home replaces the shipped one without a ``--model`` on every call.
+that a model trained at home replaces the shipped one without a ``--model`` on every call. A
+model directory there whose pair neither its ``info.json`` nor its name tells is refused in
+one line (:class:`UnknownPair`): it was once taken for English→Italian, the pair a directory
+given with ``--model`` is read as, and replaced the shipped model with, say, a German one.
 
 This module reads JSON only (no torch): ``attenzione models`` and the option checks that use
 it answer at once.
@@ -57,7 +60,9 @@ def _read_info(path: Path) -> dict[str, Any]:
         if not file.resolve().is_relative_to(path.resolve()):
             return {}
         info = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RuntimeError):  # RuntimeError: a loop of links
+    # ValueError: damaged, or a number of thousands of digits; RuntimeError: a loop of links,
+    # or nested past the parser's limit (loading the model says which, in one line)
+    except (OSError, ValueError, RuntimeError):
         return {}
     return info if isinstance(info, dict) else {}
 
@@ -65,6 +70,12 @@ def _read_info(path: Path) -> dict[str, Any]:
 def pair_of(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str]:
     """The pair a model directory translates, lower-case: its ``info.json``'s, else its
     directory's name (``it-en``), else English→Italian (what this project trained first)."""
+    return told_pair(path, info) or DEFAULT_PAIR
+
+
+def told_pair(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str] | None:
+    """The pair a model directory says it translates, lower-case: its ``info.json``'s, else
+    its directory's name (``it-en``); None when neither tells."""
     info = _read_info(path) if info is None else info
     source, target = info.get("source_language"), info.get("target_language")
     if isinstance(source, str) and isinstance(target, str) and source and target:
@@ -72,16 +83,24 @@ def pair_of(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str]:
     source, sep, target = Path(path).name.partition("-")
     if sep and source.isalpha() and target.isalpha() and 2 <= len(source) <= 3 >= len(target) >= 2:
         return source.lower(), target.lower()
-    return DEFAULT_PAIR
+    return None
 
 
 def _model_at(path: Path, shipped: bool) -> InstalledModel | None:
-    """The model directory at ``path``, or None when it is not one (no config.json)."""
+    """The model directory at ``path``, or None when it is not one (no config.json);
+    :class:`UnknownPair` when its pair cannot be told: a registry lists models by pair, and
+    guessing one would let the model take the place of another."""
     if not (path / "config.json").is_file():
         return None
     info = _read_info(path)
-    source, target = pair_of(path, info)
-    return InstalledModel(source, target, path, shipped, info)
+    pair = told_pair(path, info)
+    if pair is None:
+        raise UnknownPair(
+            f"{path} (a model directory in {ENV if not shipped else 'the package'}) does not "
+            "say which pair it translates: record source_language and target_language in its "
+            "info.json, or name its directory after the pair (fr-en)"
+        )
+    return InstalledModel(pair[0], pair[1], path, shipped, info)
 
 
 def search_path() -> list[tuple[Path, bool]]:

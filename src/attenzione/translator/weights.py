@@ -9,27 +9,37 @@ lists, training state), the writer that swaps a whole one in and the search for 
 one are :mod:`~attenzione.translator.model_dir`'s, which re-exports the names here.
 
 Loading turns every way these files can be damaged (missing, truncated or foreign files,
-weights that disagree with the config or hold a NaN or an infinity, a config no machine could
-hold, a link out of the directory) into a ``ValueError``/``FileNotFoundError`` that names the
-file and never quotes its content.
+weights that disagree with the config, hold a NaN or an infinity or are of a type no network
+computes in, a config no machine could hold, a link out of the directory, a pickle of more
+than tensors) into a ``ValueError``/``FileNotFoundError`` that names the file and never quotes
+its content.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
 import re
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from attenzione import atomic
 from attenzione.config import ModelConfig
+from attenzione.data.jsonfile import member as member
+from attenzione.data.jsonfile import read_json
 from attenzione.model.transformer import Transformer
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
+# The floating-point types torch computes a network in: any other tensor in a weights file
+# (bool, int64, float8, complex) is refused, never cast into a model
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+# Bytes per element of the sinusoid table at its peak while it is built: float64 angles,
+# sines and cosines, the float64 table and its float32 copy (model/positional.py)
+SINUSOID_BYTES = 24
 
 
 # ---------------------------------------------------------------------------- memory guard
@@ -71,16 +81,25 @@ def _size(n: float) -> str:
     return f"{n:.1f} PB"  # pragma: no cover - the loop always returns
 
 
+def memory_needed(cfg: ModelConfig) -> int:
+    """Bytes that building a :class:`Transformer` with ``cfg`` takes at its peak: its fp32
+    parameters and every buffer it builds besides — the sinusoid position table of
+    ``max_len`` rows, built in float64 (:data:`SINUSOID_BYTES` an element)."""
+    table = cfg.max_len * cfg.d_model if cfg.positions == "sinusoidal" else 0
+    return 4 * parameter_count(cfg) + SINUSOID_BYTES * table
+
+
 def check_fits_memory(cfg: ModelConfig, where: str = "the config") -> None:
-    """Raise ``ValueError`` (with the figures) if ``cfg``'s fp32 weights exceed this RAM."""
-    need = 4 * parameter_count(cfg)
+    """Raise ``ValueError`` (with the figures) if building ``cfg``'s model would take more
+    than this machine's RAM (:func:`memory_needed`): called before anything is allocated."""
+    need = memory_needed(cfg)
     have = physical_memory()
     if have is not None and need > have:
         raise ValueError(
             f"{where} describes a model of {parameter_count(cfg):,} parameters "
             f"(d_model={cfg.d_model}, d_ff={cfg.d_ff}, vocabularies {cfg.src_vocab_size}/"
-            f"{cfg.tgt_vocab_size}): its fp32 weights alone need {_size(need)}, and this "
-            f"machine has {_size(have)}"
+            f"{cfg.tgt_vocab_size}, max_len={cfg.max_len}): its fp32 weights and position "
+            f"table need {_size(need)}, and this machine has {_size(have)}"
         )
 
 
@@ -143,7 +162,7 @@ def check_finite(tensors: dict[str, Tensor], where: str) -> None:
         sums = {
             name: bool(torch.isfinite(t.sum(dtype=_accumulator(t))))
             for name, t in tensors.items()
-            if t.is_floating_point()
+            if t.dtype in FLOAT_DTYPES  # the others: check_dtypes refuses them in weights
         }
     finally:
         torch.set_num_threads(threads)
@@ -167,30 +186,37 @@ def _accumulator(t: Tensor) -> torch.dtype:
     return torch.float64 if t.dtype == torch.float64 else torch.float32
 
 
-# ---------------------------------------------------------------------------- members
-def member(directory: str | Path, name: str) -> Path:
-    """``directory/name``, checked to lie inside ``directory``: the path a loader may read.
+def check_dtypes(tensors: dict[str, Tensor], where: str) -> None:
+    """A ValueError naming ``where`` and the first tensor that is not of a floating-point
+    type torch computes a network in (:data:`FLOAT_DTYPES`): a bool or int64 weight would be
+    cast into the model without a word, a float8 one fails in torch's arithmetic."""
+    for name, t in tensors.items():
+        if t.dtype not in FLOAT_DTYPES:
+            kind = str(t.dtype).removeprefix("torch.")
+            raise ValueError(
+                f"{where}: tensor {name} is {kind}: a model's weights are float32, float16, "
+                "bfloat16 or float64"
+            )
 
-    A model directory may come from anywhere (a download, a shared folder), so a link in it
-    is not followed out of it: ``model.safetensors`` (or ``src_tokenizer/``) as a symbolic link
-    to a file elsewhere is a ValueError, and so is any file reached through such a link. The
-    directory's own path is resolved first, so ``~/models/current -> v3`` (how people switch
-    versions) loads, and a link that stays inside the directory is no escape and is read.
-    Refusing every link would refuse those two and protect nothing more; following links
-    anywhere would let a word list's error, say, read a file the user never meant to give.
-    """
-    path = Path(directory) / name
+
+def load_pickled(path: Path, what: str) -> Any:
+    """What the pickle at ``path`` holds, read with ``weights_only=True`` (tensors, numbers,
+    strings, lists and dicts: no code runs); anything else is a ValueError naming ``path`` as
+    not ``what``, in one line (torch's refusal is a paragraph that advises unpickling code)."""
     try:
-        root = Path(directory).resolve()
-        inside = (root / name).resolve().is_relative_to(root)
-    except RuntimeError:  # Python 3.11's word for a loop of links (3.13: OSError ELOOP)
-        raise ValueError(f"{path} is a loop of symbolic links") from None
-    if not inside:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found") from None
+    except pickle.UnpicklingError:
         raise ValueError(
-            f"{path} is a symbolic link that leads outside {directory}: a model directory's "
-            "files must lie inside it (copy the file in instead)"
-        )
-    return path
+            f"{path} is not {what}: it pickles Python objects other than tensors, which are "
+            "never unpickled here (they could run code)"
+        ) from None
+    except Exception as exc:  # a truncated archive, a foreign file …: its first line
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"{path} is not {what} ({type(exc).__name__}{': ' + first if first else ''})"
+        ) from None
 
 
 # ---------------------------------------------------------------------------- weights
@@ -237,12 +263,12 @@ def save_weights(
 def read_config(directory: str | Path) -> ModelConfig:
     """The :class:`ModelConfig` in ``directory/config.json``; a damaged file is a ValueError."""
     path = member(directory, CONFIG_NAME)
+    data = read_json(path)  # its errors name the file
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, found {type(data).__name__}")
         return ModelConfig.from_dict(data)
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a valid model config: {exc}") from None
 
 
@@ -272,7 +298,8 @@ def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transform
 
 def check_state(model: nn.Module, state: dict[str, Tensor], where: str) -> None:
     """A ValueError naming ``where`` unless ``state`` holds exactly the model's (untied)
-    tensors, each with the model's shape."""
+    tensors, each with the model's shape and a floating-point type (:func:`check_dtypes`)."""
+    check_dtypes(state, where)
     own = model.state_dict()
     tied = _tied_names(model)
     missing = [k for k in own if k not in state and k not in tied]

@@ -28,6 +28,7 @@ import codecs
 import html as html_escape
 import re
 import secrets
+from dataclasses import dataclass, field
 
 import lxml.etree
 import lxml.html
@@ -118,14 +119,35 @@ def _split_page(found: list[Token]) -> tuple[str, list[Token], str | None]:
     return prolog, found[first : last + 1], "".join(t.raw for t in found[last + 1 :])
 
 
-def _stand_ins(body: list[Token], text: str) -> tuple[str, dict[str, str]]:
+@dataclass
+class _Kept:
+    """The source text of what comments of ``key`` stand in for, by their number."""
+
+    key: str
+    raws: list[str] = field(default_factory=list)
+
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(f"<!--{self.key}-([0-9]+)-->")
+
+    def put_back(self, out: str) -> str:
+        if not self.raws:
+            return out
+        return self.pattern().sub(lambda m: self.raws[int(m.group(1))], out)
+
+    def all_there_once(self, out: str) -> bool:
+        """Whether ``out`` holds each stand-in exactly once (as a comment)."""
+        found = [int(n) for n in self.pattern().findall(out)]
+        return len(found) == len(self.raws) and set(found) == set(range(len(self.raws)))
+
+
+def _stand_ins(body: list[Token], text: str) -> tuple[str, _Kept]:
     """``body``'s text with each comment, declaration, CDATA section, processing instruction
     and stray ``</>`` replaced by a comment of a key of its own (a random one that ``text``
-    does not hold); the source text of each by the comment that stands in for it."""
+    does not hold), numbered; and what each stands in for."""
     key = "attenzione-kept-" + secrets.token_hex(8)
     while key in text:
         key = "attenzione-kept-" + secrets.token_hex(8)
-    kept: dict[str, str] = {}
+    kept = _Kept(key)
     parts: list[str] = []
     inside = ""  # an element lxml reads as text only
     for token in body:
@@ -134,9 +156,8 @@ def _stand_ins(body: list[Token], text: str) -> tuple[str, dict[str, str]]:
         elif token.kind == "start" and token.tag in _TEXT_ONLY:
             inside = token.tag
         elif token.kind in _KEPT:
-            stand_in = f"<!--{key}-{len(kept)}-->"
-            kept[stand_in] = token.raw
-            parts.append(stand_in)
+            parts.append(f"<!--{key}-{len(kept.raws)}-->")
+            kept.raws.append(token.raw)
             continue
         parts.append(token.raw)
     return "".join(parts), kept
@@ -167,13 +188,6 @@ def _serialize(root: Element, page: bool) -> str:
     )
 
 
-def _put_back(out: str, kept: dict[str, str]) -> str:
-    if not kept:
-        return out
-    pattern = re.compile("|".join(re.escape(k) for k in kept))
-    return pattern.sub(lambda m: kept[m.group(0)], out)
-
-
 def parse(data: bytes) -> Parsed:
     codec, bom = encoding_of(data)
     try:
@@ -198,11 +212,11 @@ def parse(data: bytes) -> Parsed:
         shown, kept = _stand_ins(body, text)
         root = _read(shown, page)
         found_chunks = chunks(root, RULES)
-        trial = _serialize(root, page)
-        if any(trial.count(k) != 1 for k in kept) or any(
-            k in tagged.text for k in kept for _, tagged in found_chunks
+        if kept.raws and (
+            not kept.all_there_once(_serialize(root, page))
+            or any(kept.key in tagged.text for _, tagged in found_chunks)
         ):  # a stand-in lxml read as text after all: read the page as it is
-            kept = {}
+            kept = _Kept(kept.key)
             root = _read("".join(t.raw for t in body), page)
             found_chunks = chunks(root, RULES)
     except DocumentError:
@@ -217,7 +231,7 @@ def parse(data: bytes) -> Parsed:
     def write(translations: list[str]) -> bytes:
         for (chunk, tagged), tr in zip(found_chunks, translations, strict=True):
             rewrite(chunk, tagged, tr)
-        out = prolog + _put_back(_serialize(root, page), kept) + epilogue
+        out = prolog + kept.put_back(_serialize(root, page)) + epilogue
         return data[:bom] + (prefix + out).encode(codec, "xmlcharrefreplace")
 
     return Parsed([tagged.text for _, tagged in found_chunks], write)

@@ -123,14 +123,14 @@ def _theirs(imported: dict[str, Any], texts: list[str], beam: int) -> list[str]:
 
 def test_translate_writes_what_transformers_writes(imported: dict[str, Any]) -> None:
     """``attenzione translate --model DIR``, as it comes (beam 4, the imported pipeline:
-    the model alone), and greedy: transformers' texts. ``--from de --to fr`` finds the same
-    model in the registry (ATTENZIONE_MODELS)."""
+    the model alone), and greedy: transformers' texts. Each search is compared with its own
+    oracle; whether the two differ is what 120 training steps happened to reach, which
+    changes with the CPU (on an Intel Xeon both write "red red …"), so it is not asked."""
     model = str(imported["models"] / "de-fr")
     beam4 = _cli("translate", "--model", model, *SENTENCES).splitlines()
     assert beam4 == _theirs(imported, SENTENCES, 4)
     greedy = _cli("translate", "--model", model, "--beam", "1", *SENTENCES).splitlines()
     assert greedy == _theirs(imported, SENTENCES, 1)
-    assert beam4 != greedy  # the two searches differ on this model: both were compared
 
 
 def test_the_registry_finds_an_imported_pair(

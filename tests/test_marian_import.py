@@ -241,43 +241,52 @@ def _starting_from_start_id(model: Transformer) -> Any:
     )
 
 
-CAP = 30  # new tokens at most; every output here ends before it
+CAP = 30  # new tokens at most, for both searches
 
 
 def _generate(
-    hf: Any, src: torch.Tensor, beam: int, length_penalty: float = 1.0
+    hf: Any, src: torch.Tensor, beam: int, length_penalty: float = 1.0, cap: int = CAP
 ) -> list[list[int]]:
-    """transformers' outputs, the start token and the padding left out."""
+    """transformers' outputs, the start token and the padding left out. Marian's config
+    forces ``</s>`` as the last token at the cap; ours stops there without one, so the
+    forcing is switched off and an output cut at the cap is the same in both."""
     out = hf.generate(
         input_ids=src, attention_mask=src.ne(99).long(), num_beams=beam, do_sample=False,
-        max_new_tokens=CAP, length_penalty=length_penalty,
+        max_new_tokens=cap, length_penalty=length_penalty, forced_eos_token_id=None,
         **({"early_stopping": True} if beam > 1 else {}),
     )  # fmt: skip
     return [[t for t in row[1:] if t != 99] for row in out.tolist()]
 
 
-@pytest.mark.parametrize(("beam", "length_penalty"), [(1, 1.0), (4, 1.0), (4, 0.6), (4, 0.0)])
+@pytest.mark.parametrize(
+    ("beam", "length_penalty", "cap"),
+    [(1, 1.0, CAP), (4, 1.0, CAP), (4, 0.6, CAP), (4, 0.0, CAP), (1, 1.0, 3), (4, 1.0, 3)],
+)
 def test_greedy_and_beam_outputs_equal_generate(
-    trained: tuple[Any, Transformer], beam: int, length_penalty: float
+    trained: tuple[Any, Transformer], beam: int, length_penalty: float, cap: int
 ) -> None:
     """Our search on the imported model writes what ``generate`` writes, sentence for
     sentence. Both rank a finished beam by total log-prob / (tokens written, ``</s>``
-    included)^length_penalty and stop once ``beam`` have finished (``early_stopping=True``)."""
+    included)^length_penalty and stop once ``beam`` have finished (``early_stopping=True``);
+    at the cap (3: most outputs are cut) both keep what they have.
+
+    Nothing here asks what the 120 training steps reached — how many outputs end before the
+    cap, or differ from greedy decoding's: that changes with the CPU (issue 64)."""
     hf, ours = trained
     src = _sources(40, 24, 10, 13, 99)
-    theirs = _generate(hf, src, beam, length_penalty)
-    assert all(row[-1] == 0 and len(row) < CAP for row in theirs)  # each ended on its own
-    assert len({len(row) for row in theirs}) > 3  # at several lengths
-    if beam > 1:  # a search that finds other translations than greedy decoding's
-        assert sum(a != b for a, b in zip(theirs, _generate(hf, src, 1), strict=True)) > 5
+    # a hypothesis holds the tokens before ``</s>`` (all of them when it was cut at the cap)
+    theirs = [
+        row[:-1] if row[-1:] == [0] else row
+        for row in _generate(hf, src, beam, length_penalty, cap)
+    ]
     method = "greedy" if beam == 1 else "beam"
     cfg = DecodeConfig(
         method=method, beam_size=beam, length_penalty=length_penalty, max_len_a=0.0,
-        max_len_b=CAP,
+        max_len_b=cap,
     )  # fmt: skip
     for model in (ours, for_inference(ours)):  # the plain and the inference decoding
         hyps = generate(_starting_from_start_id(model), src, cfg)
-        assert [h[0].tokens + [0] for h in hyps] == theirs
+        assert [h[0].tokens for h in hyps] == theirs
 
 
 # ---------------------------------------------------------------------------- the command

@@ -26,6 +26,7 @@ from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.pipeline.markup import inline_pairs
 from attenzione.search.scoring import Terms
 from attenzione.translator.translator import Candidate, Translation, Translator
+from compare import assert_same_results
 from tiny_model import tiny_config
 
 SENTENCES = [
@@ -201,7 +202,8 @@ def test_translate_iter_streams_in_input_order(translator: Translator) -> None:
     first = next(stream)
     assert len(consumed) <= 5  # one chunk (and the look-ahead that ends it), not all 15
     rest = list(stream)
-    assert [first, *rest] == translator.translate(texts, batch_size=2)
+    # other batches (chunks of 4 against the whole list by length): scores to a tolerance
+    assert_same_results([first, *rest], translator.translate(texts, batch_size=2))
 
 
 # ---------------------------------------------------------------- bad input

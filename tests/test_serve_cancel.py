@@ -61,7 +61,9 @@ def _free_again(worker: Callable[[], dict[str, Any]], within: float = 30) -> dic
     deadline = time.monotonic() + within
     while True:
         now = worker()
-        if now["cancelled_sentences"] and not (now["queued_sentences"] or now["running_sentences"]):
+        # the request is cancelled (what it had queued may be none: it can hang up between
+        # two paragraphs) and what it had queued is gone
+        if now["cancelled_requests"] and not (now["queued_sentences"] or now["running_sentences"]):
             return now
         assert time.monotonic() < deadline, f"the worker is still busy: {now}"
         time.sleep(0.05)

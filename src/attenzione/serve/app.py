@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,9 +57,12 @@ async def _hung_up(request: Request) -> None:
         pass
 
 
-async def unless_gone(request: Request, work: Awaitable[T]) -> T:
+async def unless_gone(
+    request: Request, work: Awaitable[T], counted: Callable[[], None] = lambda: None
+) -> T:
     """``work``'s result, unless the client hangs up first: then ``work`` is cancelled (the
-    service drops what it queued for the worker) and :class:`Gone` raised."""
+    service drops what it queued for the worker), ``counted`` called and :class:`Gone`
+    raised."""
     task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_hung_up(request))
     try:
@@ -71,6 +74,7 @@ async def unless_gone(request: Request, work: Awaitable[T]) -> T:
             with suppress(asyncio.CancelledError, Exception):
                 await task
     if task.cancelled():
+        counted()
         raise Gone()
     return task.result()
 
@@ -217,7 +221,11 @@ def create_app(service: Service) -> FastAPI:
         # an upload may take longer than a text: the read timeout plus 64 KiB/s of its limit
         limit = service.settings.file_limit
         fields, upload = await read_upload(request, limit + 64 * 1024, read_timeout + limit / 65536)
-        name = await unless_gone(request, service.translate_file(fields, upload, client(request)))
+        name = await unless_gone(
+            request,
+            service.translate_file(fields, upload, client(request)),
+            service.batcher.request_cancelled,
+        )
         url = f"{request.base_url}download_file/{quote(name)}"  # a name may be "猫.txt"
         return JSONResponse({"translatedFileUrl": url})
 
@@ -236,7 +244,8 @@ def create_app(service: Service) -> FastAPI:
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
         fields = await read_fields(request, max_body, read_timeout)
-        return JSONResponse(await unless_gone(request, service.translate(fields, client(request))))
+        work = service.translate(fields, client(request))
+        return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
 
     @app.post("/detect")
     async def detect(request: Request) -> JSONResponse:

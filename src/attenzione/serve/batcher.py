@@ -108,6 +108,7 @@ class Stats:
     failed_batches: int = 0
     busy_seconds: float = 0.0
     cancelled_sentences: int = 0  # dropped unread: their request gave up before they ran
+    cancelled_requests: int = 0  # requests whose client hung up before the answer
 
     def as_dict(self, queued: int, running: int) -> dict[str, Any]:
         return {
@@ -122,6 +123,7 @@ class Stats:
             "rejected_requests": self.rejected_requests,
             "failed_batches": self.failed_batches,
             "cancelled_sentences": self.cancelled_sentences,
+            "cancelled_requests": self.cancelled_requests,
             "busy_seconds": round(self.busy_seconds, 3),
         }
 
@@ -236,6 +238,12 @@ class Batcher:
         return [j.future for j in jobs]
 
     # ------------------------------------------------------------------ the worker
+    def request_cancelled(self) -> None:
+        """Count a request whose client hung up (its sentences are dropped as they come up,
+        or were never queued)."""
+        with self._cond:
+            self.stats.cancelled_requests += 1
+
     def _drop_cancelled(self) -> None:
         """Take the jobs whose futures were cancelled out of the queue (under the lock)."""
         kept = deque(j for j in self._queue if not j.future.cancelled())

@@ -39,7 +39,7 @@ import torch
 
 from attenzione.config import search_config
 from attenzione.data.corpus import read_pairs
-from attenzione.search.scoring import Terms
+from attenzione.search.registry import Terms
 from attenzione.translator.export import export
 from attenzione.translator.translator import PRETRAINED_DIR, Translator
 

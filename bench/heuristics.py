@@ -19,7 +19,7 @@ import torch
 
 from attenzione.data.corpus import read_pairs
 from attenzione.evaluation import corpus_scores
-from attenzione.search.scoring import TERM_NAMES, Terms
+from attenzione.search.registry import Terms, switches
 from attenzione.translator.translator import Translator
 from bench.report import write
 from bench.shipped import FLORES
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     tr.translate(sources[:8])  # warm-up
     default = tr.terms
     runs: dict[str, Terms] = {"default": default}
-    for name in TERM_NAMES:
-        if default.to_dict()[name] > 0:
+    for name in switches():
+        if default[name] > 0:
             runs[f"without {name}"] = default.without([name])
     runs["no ranking term"] = Terms.none()
     results: dict[str, Any] = {}

@@ -46,21 +46,21 @@ TATOEBA = Path("runs/prose/run/data/dev.tsv")
 
 def load(model_dir: Path | None, variant: str) -> Translator:
     """The translator of one variant; only ``shortlist`` uses the model's shortlist."""
+    shortlist = variant == "shortlist"
     if variant == "plain":
-        tr = Translator.from_pretrained(model_dir, pack=False)
+        tr = Translator.from_pretrained(model_dir, pack=False, shortlist=shortlist)
     elif variant in ("int8", "bf16"):
-        tr = Translator.from_pretrained(model_dir, precision=variant)
+        tr = Translator.from_pretrained(model_dir, precision=variant, shortlist=shortlist)
     else:
-        tr = Translator.from_pretrained(model_dir)
+        tr = Translator.from_pretrained(model_dir, shortlist=shortlist)
     if variant == "shortlist" and tr.shortlist is None:
         raise SystemExit(f"{model_dir or 'the shipped model'} ships no shortlist")
-    tr.use_shortlist = variant == "shortlist"
     if variant == "workers":
         from attenzione.translator.workers import Workers
 
         workers = Workers.of(tr, 2, threads=max(1, torch.get_num_threads() // 2))
         workers.wait()  # both loaded before anything is timed
-        tr.workers = workers
+        tr = tr.replace(workers=workers)
     return tr
 
 

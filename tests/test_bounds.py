@@ -22,8 +22,7 @@ def test_the_bound_follows_the_memory_and_the_model() -> None:
 
 
 def test_a_beam_too_wide_is_refused_in_one_line() -> None:
-    tr = tiny_translator()
-    tr.bounds = Bounds(max_rows=40)
+    tr = tiny_translator().replace(bounds=Bounds(max_rows=40))
     with pytest.raises(ValueError, match="beam of 50000 .* at most 40") as err:
         tr.translate("a b", search=search_config(beam=50000))
     assert "\n" not in str(err.value)
@@ -38,7 +37,7 @@ def test_a_wide_beam_makes_smaller_batches() -> None:
     texts = ["a b", "b a", "a", "b b a"]
     wide = search_config(beam=8)
     free = [t.text for t in tr.translate(texts, search=wide)]
-    tr.bounds = Bounds(max_rows=8)  # one sentence at a time at beam 8
+    tr = tr.replace(bounds=Bounds(max_rows=8))  # one sentence at a time at beam 8
     assert tr.bounds.batch_for(wide, 64) == 1
     assert tr.bounds.batch_for(search_config(beam=1), 64) == 8
     assert [t.text for t in tr.translate(texts, search=wide)] == free

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,14 +72,18 @@ def test_every_numeric_translate_option_is_checked_where_it_is_parsed(
 
 
 # ---------------------------------------------------------------- --no-step and --raw
-def test_the_clis_step_names_are_the_pipelines_and_the_scorings() -> None:
-    # the CLI keeps its own copy (so that --help does not import torch): it must not drift
+def test_the_clis_step_names_are_the_pipelines_and_the_registrys() -> None:
+    # the CLI keeps its own copy of the steps (so that --help does not import torch): it must
+    # not drift; the search's switches it reads from the registry, which imports no torch
     import attenzione.pipeline
-    import attenzione.search.scoring
     from attenzione.cli import common
+    from attenzione.search.registry import switches
 
     assert attenzione.pipeline.STEP_NAMES == common.STEP_NAMES
-    assert tuple(attenzione.search.scoring.TERM_NAMES) == common.TERM_NAMES
+    assert common.term_names() == list(switches())
+    code = "import sys; import attenzione.search.registry; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def _commands(tmp_path: Path) -> dict[str, list[str]]:
@@ -95,11 +101,11 @@ def _commands(tmp_path: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
 def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path: Path, command: str) -> None:
-    from attenzione.cli.common import STEP_NAMES, TERM_NAMES
+    from attenzione.cli.common import STEP_NAMES, term_names
 
     args = _commands(tmp_path)[command]
     res = _run([*args, "--no-step", "bogus"])
-    _one_line_error(res, "--no-step bogus", *STEP_NAMES, *TERM_NAMES)
+    _one_line_error(res, "--no-step bogus", *STEP_NAMES, *term_names())
 
 
 @pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])

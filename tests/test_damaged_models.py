@@ -28,8 +28,8 @@ SECRET = "hunter2 is the password"
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("models") / "tiny"
-    tr = tiny_translator()
-    tr.known_words = ["il", "gatto"]  # a word list too: its errors are checked below
+    # a word list too: its errors are checked below
+    tr = tiny_translator().replace(known_words=["il", "gatto"])
     tr.save_pretrained(path)
     assert (path / model_dir.WORDS_NAME).is_file()
     return path

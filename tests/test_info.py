@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from attenzione.cli import app
 from attenzione.pipeline import STEP_NAMES
 from attenzione.pipeline.pairs import default_pipeline, pipeline_of
-from attenzione.search.ranking import RANKING_TERMS
+from attenzione.search.registry import switches
 from attenzione.training.trainer import train
 from attenzione.translator.registry import PRETRAINED_ROOT
 from attenzione.translator.translator import Translator
@@ -40,7 +40,7 @@ def made_up_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _same_terms(chosen: dict, recorded: dict) -> None:
     """Terms as a model applies them: a term not recorded is on at its default weight."""
-    for name, term in RANKING_TERMS.items():
+    for name, term in switches().items():
         want = recorded["terms"].get(name, term.default)
         assert chosen["terms"].get(name, term.default) == want, name
 
@@ -86,7 +86,7 @@ def test_a_language_without_a_profile_brings_no_rules(
     assert chosen["terms"]["punctuation-coverage"] == 0  # needs both sides' comma rules
     assert (chosen["terms"]["word-check"] > 0) is word_check
     assert chosen["terms"]["number-coverage"] > 0 and chosen["terms"]["attention-coverage"] > 0
-    assert set(chosen["terms"]) == set(RANKING_TERMS)
+    assert set(chosen["terms"]) == set(switches())
 
 
 def test_german_gets_what_its_profile_allows() -> None:
@@ -107,7 +107,7 @@ def test_every_name_is_a_step_or_term_there_is() -> None:
     for pair in (("en", "it"), ("xx", "yy")):
         chosen = default_pipeline(*pair)
         assert set(chosen["steps"]) <= set(STEP_NAMES)
-        assert set(chosen["terms"]) <= set(RANKING_TERMS)
+        assert set(chosen["terms"]) <= set(switches())
 
 
 def test_pipeline_of_an_info() -> None:
@@ -129,7 +129,7 @@ def test_a_run_records_its_pair_and_pipeline(made_up_pair: Path) -> None:
         assert info["pipeline"] == default_pipeline("xx", "yy")
     translator = Translator.from_pretrained(made_up_pair / "last")
     assert not LANGUAGE_STEPS & set(translator.pipeline.names)
-    assert translator.terms.punctuation_coverage == 0 and translator.terms.word_check == 0
+    assert translator.terms["punctuation-coverage"] == 0 and translator.terms["word-check"] == 0
 
 
 def test_a_model_of_a_made_up_pair_without_a_recorded_pipeline(

@@ -18,7 +18,7 @@ from attenzione.languages import (
     profile,
 )
 from attenzione.pipeline import STEPS
-from attenzione.search.ranking import RANKING_TERMS
+from attenzione.search.registry import REGISTRY
 
 
 def test_the_profiles_we_ship() -> None:
@@ -58,9 +58,7 @@ def test_a_bad_profile_is_one_line_naming_the_field() -> None:
 
 
 def test_every_declared_need_is_a_requirement_there_is() -> None:
-    declared = [n for s in STEPS for n in s.needs] + [
-        n for t in RANKING_TERMS.values() for n in t.needs
-    ]
+    declared = [n for s in STEPS for n in s.needs] + [n for t in REGISTRY.values() for n in t.needs]
     assert declared and set(declared) <= set(REQUIREMENTS)
     with pytest.raises(KeyError):
         meets(["no-such-need"], "en", "it")

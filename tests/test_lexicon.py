@@ -22,7 +22,7 @@ from attenzione.search.lexicon import (
     word_list,
     words_of,
 )
-from attenzione.search.scoring import Terms
+from attenzione.search.registry import Terms
 from attenzione.search.terms import WordPenalty
 from attenzione.translator import model_dir
 from attenzione.translator.translator import Translator
@@ -309,9 +309,9 @@ def test_a_lexicon_for_another_batch_is_refused() -> None:
 
 # ---------------------------------------------------------------------------- model directories
 def test_word_list_round_trips_through_a_model_directory(tmp_path: Path) -> None:
-    shipped = Translator.from_pretrained()
+    # kept sorted and distinct
+    shipped = Translator.from_pretrained(known_words=["è", "gatto", "città", "gatto"])
     words = ["città", "gatto", "è"]
-    shipped.known_words = ["è", "gatto", "città", "gatto"]  # kept sorted and distinct
     out = shipped.save_pretrained(tmp_path / "m")
     assert (out / model_dir.WORDS_NAME).read_text(encoding="utf-8") == "città\ngatto\nè\n"
     assert Translator.from_pretrained(out).known_words == words
@@ -335,8 +335,7 @@ def test_a_damaged_word_list_is_a_one_line_error(
 
 
 def test_a_directory_without_a_word_list_decodes_as_before(tmp_path: Path) -> None:
-    shipped = Translator.from_pretrained()
-    shipped.known_words = None
+    shipped = Translator.from_pretrained(known_words=None)
     out = shipped.save_pretrained(tmp_path / "m")
     assert not (out / model_dir.WORDS_NAME).exists()
     bare = Translator.from_pretrained(out)
@@ -349,17 +348,19 @@ def test_a_directory_without_a_word_list_decodes_as_before(tmp_path: Path) -> No
     assert got.text == want.text
 
 
-def test_a_word_list_set_after_translating_is_the_one_checked() -> None:
+def test_a_translator_made_with_another_word_list_checks_that_one() -> None:
     # the word check reads its list once for the model (which pieces begin a known word,
-    # what the list says of a text): a new list must replace all of it
+    # what the list says of a text): another translator on the same network, made with a new
+    # list after the first has translated, must check the new list, and the first its own
     sentence = "Maroochydore then defeated Caboolture in the Preliminary Final."
     words = ["il", "la", "poi"]
     reused = Translator.from_pretrained()
-    reused.translate(sentence)
-    reused.known_words = words
-    fresh = Translator.from_pretrained()
-    fresh.known_words = words
-    assert reused.translate(sentence) == fresh.translate(sentence)
+    before = reused.translate(sentence)
+    other = reused.replace(known_words=words)
+    fresh = Translator.from_pretrained(known_words=words)
+    assert other.known_words == fresh.known_words == sorted(words)
+    assert other.translate(sentence) == fresh.translate(sentence)
+    assert reused.translate(sentence) == before  # unchanged
     assert fresh.translate(sentence) != Translator.from_pretrained().translate(sentence)
 
 
@@ -408,14 +409,13 @@ def test_translated_words_are_those_the_pairs_always_translate() -> None:
 
 
 def test_translated_words_round_trip_through_a_model_directory(tmp_path: Path) -> None:
-    shipped = Translator.from_pretrained()
-    shipped.translated_words = ["july", "former", "july"]  # kept sorted and distinct
+    # kept sorted and distinct
+    shipped = Translator.from_pretrained(translated_words=["july", "former", "july"])
     out = shipped.save_pretrained(tmp_path / "m")
     assert (out / model_dir.TRANSLATED_NAME).read_text(encoding="utf-8") == "former\njuly\n"
     assert Translator.from_pretrained(out).translated_words == ["former", "july"]
     # none at all is no file (and reads back as none), not an empty file that reads as damaged
-    shipped.translated_words = []
-    bare = shipped.save_pretrained(tmp_path / "bare")
+    bare = shipped.replace(translated_words=[]).save_pretrained(tmp_path / "bare")
     assert not (bare / model_dir.TRANSLATED_NAME).exists()
     assert Translator.from_pretrained(bare).translated_words is None
     (tmp_path / model_dir.TRANSLATED_NAME).write_text("july\nTwo words\n", encoding="utf-8")

@@ -196,8 +196,7 @@ def test_translator_takes_the_format_from_info_json_and_checks_it(tmp_path: Path
 
     tr = tiny_translator()
     assert tr.number_format == "keep"  # a model that never said
-    tr.info["number_format"] = "comma"
-    tr.save_pretrained(tmp_path / "m")
+    tr.save_pretrained(tmp_path / "m", info={**tr.info, "number_format": "comma"})
     assert Translator.from_pretrained(tmp_path / "m").number_format == "comma"
     info = json.loads((tmp_path / "m" / "info.json").read_text())
     info["number_format"] = "dots"
@@ -223,8 +222,8 @@ def test_shipped_model_writes_italian_numbers_and_the_flags_change_it() -> None:
     assert "55.000" in out and "2,3" in out, out
     unfixed = [n for n in tr.pipeline.names if n not in NUMBER_STEPS]
     raw = tr.translate(sentence, steps=unfixed)[0].text
-    tr.number_format = "keep"  # the numbers as the model wrote them (garbled ones put back)
-    kept = tr.translate(sentence)[0].text
+    # the numbers as the model wrote them (garbled ones put back)
+    kept = tr.replace(number_format="keep").translate(sentence)[0].text
     assert number_fidelity([sentence], [kept]).share == 1.0, kept
     runner = CliRunner()
     for flags, want in (

@@ -15,9 +15,9 @@ from tiny_model import tiny_translator
 
 def _save(directory: Path, source: str, target: str, seed: int = 0) -> Path:
     tr = tiny_translator(seed)
-    tr.info.update(source_language=source, target_language=target)
-    tr.info["dev_beam"] = {"bleu": 12.5, "chrf": 40.0}
-    return tr.save_pretrained(directory)
+    pair = {"source_language": source, "target_language": target}
+    info = {**tr.info, **pair, "dev_beam": {"bleu": 12.5, "chrf": 40.0}}
+    return tr.save_pretrained(directory, info=info)
 
 
 @pytest.fixture

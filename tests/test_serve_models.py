@@ -13,7 +13,7 @@ from attenzione.config import search_config
 from attenzione.data import WordTokenizer
 from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Pipeline
-from attenzione.search.scoring import Terms
+from attenzione.search.registry import Terms
 from attenzione.serve import Batcher, Languages, Service, Settings
 from attenzione.serve.batcher import Decoding, Route
 from attenzione.serve.fields import ApiError

@@ -245,8 +245,7 @@ def test_serve_refuses_a_beam_wider_than_the_machine_at_start_up(
 
 
 def test_a_search_wider_than_the_bound_is_a_400_not_a_500(tmp_path: Path) -> None:
-    translator = tiny_translator()
-    translator.bounds = Bounds(max_rows=4)  # this "machine" holds 4 rows
+    translator = tiny_translator().replace(bounds=Bounds(max_rows=4))  # a "machine" of 4 rows
     store = FileStore(tmp_path, ttl=600)
     svc = _service(translator, store=store, alternatives_limit=-1, beam=2)
     with service_client(svc) as client:
@@ -263,8 +262,7 @@ def test_a_search_wider_than_the_bound_is_a_400_not_a_500(tmp_path: Path) -> Non
 def test_a_beam_the_model_refuses_in_the_worker_is_a_400() -> None:
     """Whatever the checks before it, a search refused inside the worker is the client's
     to fix: a 400, never a 500."""
-    translator = tiny_translator()
-    translator.bounds = Bounds(max_rows=1)
+    translator = tiny_translator().replace(bounds=Bounds(max_rows=1))
     svc = _service(translator, beam=1)
     svc._check_bounds = lambda route, decoding: None  # type: ignore[method-assign]
     fields = {"q": "the cat", "source": "en", "target": "it", "alternatives": 1}

@@ -143,8 +143,7 @@ def test_a_translator_saves_loads_and_switches_its_shortlist(tmp_path: Path) -> 
     assert torch.equal(loaded.shortlist.table, tr.shortlist.table)  # type: ignore[union-attr]
     texts = ["the cat", "a dog runs"]
     with_list = [t.text for t in loaded.translate(texts)]
-    loaded.use_shortlist = False
-    without = [t.text for t in loaded.translate(texts)]
+    without = [t.text for t in loaded.replace(use_shortlist=False).translate(texts)]
     assert with_list != without  # the list keeps the untrained model from its usual choices
     int8 = Translator.from_pretrained(path, precision="int8")  # an int8 model reads it too
     assert int8.use_shortlist and len(int8.translate(texts)) == 2

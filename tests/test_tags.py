@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,16 +109,21 @@ def test_a_tag_is_read_first_never_written_and_kept_in_a_model_directory(
     # a model directory keeps its tags; info.json may name the one used by default
     plain_generator = torch.nn.Linear(16, tr.model.config.tgt_vocab_size, bias=False)
     tr.model.generator = plain_generator  # the biased one is the test's, not the format's
-    tr.info["default_tag"] = "lc"
+    tr = tr.replace(info={**tr.info, "default_tag": "lc"})
     loaded = Translator.from_pretrained(tr.save_pretrained(tmp_path / "m"))
     assert loaded.tags == ("lc",) and loaded.default_tag == "lc"
     assert loaded.attention(text, beam=1).src_tokens[0] == "<tag:lc>"
     assert loaded.attention(text, beam=1, tag="").src_tokens == plain.src_tokens
-    loaded.default_tag = None  # the translator's own default is the one read
-    assert loaded.attention(text, beam=1).src_tokens == plain.src_tokens
-    tr.info["default_tag"] = "news"
+    # the translator's own default is the one read
+    untagged = loaded.replace(info={**loaded.info, "default_tag": None})
+    assert untagged.attention(text, beam=1).src_tokens == plain.src_tokens
+    bad = tr.save_pretrained(tmp_path / "bad")  # then its info.json names another tag
+    info = json.loads((bad / "info.json").read_text(encoding="utf-8"))
+    (bad / "info.json").write_text(json.dumps({**info, "default_tag": "news"}), encoding="utf-8")
     with pytest.raises(ValueError, match="default_tag 'news'"):
-        Translator.from_pretrained(tr.save_pretrained(tmp_path / "bad"))
+        Translator.from_pretrained(bad)
+    with pytest.raises(ValueError, match="default_tag 'news'"):
+        tr.replace(info={**tr.info, "default_tag": "news"})
 
 
 def test_the_cli_refuses_an_unknown_tag_in_one_line(

@@ -24,7 +24,7 @@ from attenzione.model.transformer import Transformer
 from attenzione.pipeline import Pipeline
 from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.pipeline.markup import inline_pairs
-from attenzione.search.scoring import Terms
+from attenzione.search.registry import Terms
 from attenzione.translator.translator import Candidate, Translation, Translator
 from compare import assert_same_results
 from tiny_model import tiny_config
@@ -225,7 +225,7 @@ def test_bad_inputs_are_one_line_value_errors(translator: Translator) -> None:
         list(translator.translate_iter(["the cat"], chunk=0))
     _one_line(exc)
     with pytest.raises(ValueError, match="number_format must be one of") as exc:
-        translator.number_format = "roman"
+        translator.replace(number_format="roman")
     _one_line(exc)
     assert translator.number_format == "keep"
     with pytest.raises(ValueError, match="empty") as exc:
@@ -292,7 +292,7 @@ def test_no_steps_is_the_model_alone(bytes_translator: Translator) -> None:
     texts = ["THE cat\u2019s  here 😊", "the <b>red</b> cat", "  the dog is there today  "]
     search = SHORT
     raw = tr.translate(texts, search=search, steps=())
-    hyps = tr.translate_ids([tr.encode_source(t.strip()) for t in texts], search)
+    hyps = tr.translate_ids([tr.encode_source(t.strip()) for t in texts], search=search)
     for text, result, h in zip(texts, raw, hyps, strict=True):
         assert result.source == text
         assert [c.ids for c in result.candidates] == [tuple(x.tokens) for x in h]
@@ -317,7 +317,7 @@ def test_terms_none_ranks_by_the_models_length_normalised_log_prob(
     search = SHORT
     raw = tr.translate(texts, search=search, steps=(), terms=Terms.none())
     ids = [tr.encode_source(t) for t in texts]
-    hyps = tr.translate_ids(ids, search, Terms.none())
+    hyps = tr.translate_ids(ids, search=search, terms=Terms.none())
     assert [[c.ids for c in r.candidates] for r in raw] == [
         [tuple(x.tokens) for x in h] for h in hyps
     ]
@@ -327,7 +327,7 @@ def test_terms_none_ranks_by_the_models_length_normalised_log_prob(
             normalised = {c.log_prob / (len(c.ids) + 1), c.log_prob / len(c.ids)}
             assert any(c.score == pytest.approx(n) for n in normalised), c
     # the terms never change a candidate's log-prob, only its rank and score
-    charged = tr.translate_ids(ids, search)
+    charged = tr.translate_ids(ids, search=search)
     for h_raw, h_terms in zip(hyps, charged, strict=True):
         by_tokens = {tuple(x.tokens): x for x in h_raw}
         for x in h_terms:
@@ -336,10 +336,10 @@ def test_terms_none_ranks_by_the_models_length_normalised_log_prob(
                 assert x.log_prob == pytest.approx(same.log_prob)
                 assert x.score <= same.score + 1e-6
     # weights are checked, and each term can be switched off by name
-    assert Terms.none() == Terms(0.0, 0.0, 0.0, 0.0, 0.0)
+    assert Terms.none() == Terms(dict.fromkeys(Terms(), 0.0))
     off = Terms().without(["number-coverage", "word-check"])
-    assert off.number_coverage == 0 and off.word_check == 0
-    assert off.punctuation_coverage == Terms().punctuation_coverage > 0
+    assert off["number-coverage"] == 0 and off["word-check"] == 0
+    assert off["punctuation-coverage"] == Terms()["punctuation-coverage"] > 0
 
 
 def test_byte_pieces_are_written_only_to_copy_the_source(bytes_translator: Translator) -> None:
@@ -359,7 +359,8 @@ def test_byte_pieces_are_written_only_to_copy_the_source(bytes_translator: Trans
         with_bytes, without = (
             {t for h in hyps for t in h.tokens}
             for hyps in tr.translate_ids(
-                [tr.encode_source(source), tr.encode_source("the old dog is there")], search
+                [tr.encode_source(source), tr.encode_source("the old dog is there")],
+                search=search,
             )
         )
         assert with_bytes & byte_ids <= allowed and not without & byte_ids

@@ -35,29 +35,29 @@ def test_workers_give_the_translations_one_process_gives(model_dir: Path) -> Non
     streamed = list(translator.translate_iter(TEXTS, batch_size=2, chunk=5))
     with Workers.of(translator, 2) as workers:
         workers.wait()  # both loaded
-        translator.workers = workers
-        here = translator.engine.decode_batch
+        there = translator.replace(workers=workers)  # the same network, its batches out
+        here = there.engine.decode_batch
 
         def not_here(*args: object) -> object:
             raise AssertionError("a batch was decoded in this process")
 
-        translator.engine.decode_batch = not_here  # type: ignore[method-assign]
-        assert_same_results(translator.translate(TEXTS, batch_size=4), alone)
-        n_best_there = translator.translate(TEXTS, search=search_config(3, 2), batch_size=4)
+        there.engine.decode_batch = not_here  # type: ignore[method-assign]
+        assert_same_results(there.translate(TEXTS, batch_size=4), alone)
+        n_best_there = there.translate(TEXTS, search=search_config(3, 2), batch_size=4)
         assert_same_results(n_best_there, n_best)
-        translator.engine.decode_batch = here  # type: ignore[method-assign]
+        there.engine.decode_batch = here  # type: ignore[method-assign]
         # streamed (a last chunk of one batch is decoded here): each next chunk's batches go
         # out before a chunk is given, in input order
-        assert_same_results(list(translator.translate_iter(TEXTS, batch_size=2, chunk=5)), streamed)
+        assert_same_results(list(there.translate_iter(TEXTS, batch_size=2, chunk=5)), streamed)
         # and an error in the chunk read ahead comes after the chunk before is out
         given = []
         bad = [*TEXTS[:5], *TEXTS[:2], 3]
         with pytest.raises(ValueError, match="not a string"):
-            for t in translator.translate_iter(bad, batch_size=2, chunk=5):  # type: ignore[arg-type]
+            for t in there.translate_iter(bad, batch_size=2, chunk=5):  # type: ignore[arg-type]
                 given.append(t)
         assert_same_results(given, streamed[:5])
         # one batch is decoded here, as without workers
-        assert_same_results(translator.translate(TEXTS[:3], batch_size=4), alone[:3])
+        assert_same_results(there.translate(TEXTS[:3], batch_size=4), alone[:3])
 
 
 def test_the_command_translates_a_file_the_same_with_workers(

@@ -29,7 +29,7 @@ from attenzione.data.numbers import number_format_of
 from attenzione.evaluation import copy_fidelity, corpus_scores, group_references
 from attenzione.pipeline.pairs import built_pipeline, default_pipeline
 from attenzione.search.lexicon import translated_words, word_list
-from attenzione.search.scoring import Terms
+from attenzione.search.registry import Terms
 from attenzione.translator.registry import PRETRAINED_ROOT
 from attenzione.translator.translator import Translator
 
@@ -179,15 +179,18 @@ def main() -> None:
     train = None
     if "number_format" not in tr.info or tr.known_words is None or tr.translated_words is None:
         train = read_pairs(args.run / "data" / "train.tsv")
-    if "number_format" not in tr.info and train is not None:
-        tr.number_format = number_format_of(train)
-        tr.info["number_format"] = tr.number_format
-    print("number format", tr.number_format)
+    info = dict(tr.info)  # what the shipped info.json says (the translator's is fixed)
+    found: dict[str, Any] = {}
+    if "number_format" not in info and train is not None:
+        info["number_format"] = found["number_format"] = number_format_of(train)
     if tr.known_words is None and train is not None:
-        tr.known_words = word_list(t for _, t in train)
-    print("known words", len(tr.known_words or ()))
+        found["known_words"] = word_list(t for _, t in train)
     if tr.translated_words is None and train is not None:
-        tr.translated_words = translated_words(train)
+        found["translated_words"] = translated_words(train)
+    if found:  # the same network, with what the training pairs say
+        tr = tr.replace(info=info, **found)
+    print("number format", tr.number_format)
+    print("known words", len(tr.known_words or ()))
     print("translated source words", len(tr.translated_words or ()))
     # the pipeline of the model's pair (an Italian source gets no English title-case step)
     pipeline = default_pipeline(
@@ -202,7 +205,7 @@ def main() -> None:
         print(split, json.dumps(results[split]))
     if args.dry_run:
         return
-    tr.info.update(
+    info.update(
         {
             "dev_beam": results["dev"],
             "test_beam": results["test"],
@@ -217,22 +220,22 @@ def main() -> None:
     init_file = args.run / "init.json"
     if init_file.is_file():
         init = _portable(json.loads(init_file.read_text(encoding="utf-8")))
-        tr.info["initialised_from"] = init
-        tr.info["train_hours_with_init"] = round(
-            tr.info["train_hours"] + (init.get("train_hours") or 0.0), 3
+        info["initialised_from"] = init
+        info["train_hours_with_init"] = round(
+            info["train_hours"] + (init.get("train_hours") or 0.0), 3
         )
     # every corpus the weights have seen: this run's and, for a warm start, those of each
     # model it started from (a corpus an ancestor trained on is still in the weights)
     names: dict[str, CorpusSpec] = {}
-    for spec in corpora_along_chain(tr.info):
+    for spec in corpora_along_chain(info):
         names.setdefault(spec.name, spec)
     # one string, as the trainer writes it: one paragraph per corpus
     credits = [ATTRIBUTIONS.get(c.name, f"corpus {c.path}") for c in names.values() if c.path]
-    tr.info["attribution"] = "\n".join(dict.fromkeys(credits))  # two parts of one source: once
+    info["attribution"] = "\n".join(dict.fromkeys(credits))  # two parts of one source: once
     # the package keeps one directory per pair (attenzione.translator.registry)
-    pair = f"{tr.info.get('source_language', 'en')}-{tr.info.get('target_language', 'it')}"
+    pair = f"{info.get('source_language', 'en')}-{info.get('target_language', 'it')}"
     destination = PRETRAINED_ROOT / pair
-    tr.save_pretrained(destination, dtype=torch.float16)
+    tr.save_pretrained(destination, dtype=torch.float16, info=info)
     shipped = Translator.from_pretrained(destination)
     check = score(shipped, read_pairs(args.run / "data" / "dev.tsv"), args.beam, pipeline)
     print("shipped (fp16 weights) dev", json.dumps(check))

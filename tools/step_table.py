@@ -26,7 +26,7 @@ from attenzione.data import read_pairs
 from attenzione.evaluation import copy_fidelity, corpus_scores
 from attenzione.pipeline import Pipeline
 from attenzione.search.decoding import Hypothesis
-from attenzione.search.scoring import TERM_NAMES, Terms
+from attenzione.search.registry import Terms, switches
 from attenzione.translator.translator import Translator
 
 
@@ -40,13 +40,13 @@ def configurations(
     out = {"raw": (Pipeline.build(()), Terms.none()), "full": (full, tr.terms)}
     for name in full.names:
         out[f"-{name}"] = (Pipeline.build(full.names, off=[name]), tr.terms)
-    for name in TERM_NAMES:
-        if tr.terms.to_dict()[name]:
+    for name in switches():
+        if tr.terms[name]:
             out[f"-{name}"] = (full, tr.terms.without([name]))
     for combo in combined:
         names = combo.split(",")
-        steps = [n for n in names if n not in TERM_NAMES]
-        terms = [n for n in names if n in TERM_NAMES]
+        steps = [n for n in names if n not in switches()]
+        terms = [n for n in names if n in switches()]
         out["-" + "-".join(names)] = (
             Pipeline.build(full.names, off=steps),
             tr.terms.without(terms),
@@ -100,7 +100,7 @@ def main() -> None:
                 "numbers": [numbers.kept, numbers.total],
                 "seconds": round(seconds, 1),
                 "steps": list(steps.names),
-                "terms": terms.to_dict(),
+                "terms": dict(terms),
             }
             target.write_text(json.dumps(record, indent=2) + "\n")
             print(config, name, json.dumps(record), flush=True)
@@ -123,9 +123,9 @@ def run(
     decoded in the same batches, and differs only in what the steps restore."""
     lines = [steps.prepare(text, tr.ctx) for text in sources]
     inputs = [tr.encode_source(seg.text) for segs in lines for seg in segs if seg.translate]
-    key = (f"{name}|{json.dumps(terms.to_dict())}", tuple(map(tuple, inputs)))
+    key = (f"{name}|{json.dumps(dict(terms))}", tuple(map(tuple, inputs)))
     if key not in decoded:
-        decoded[key] = tr.translate_ids(inputs, search, terms)
+        decoded[key] = tr.translate_ids(inputs, search=search, terms=terms)
     hyps = iter(decoded[key])
     ids = iter(inputs)
     out = []
@@ -157,7 +157,7 @@ def speed(
     tr.translate(["Warm up."], search=search)
     for name, pairs in sets.items():
         sources = [s for s, _ in pairs[:n]]
-        timed = [f"-{t}" for t in TERM_NAMES if f"-{t}" in configs]
+        timed = [f"-{t}" for t in switches() if f"-{t}" in configs]
         timed += ["-" + "-".join(c.split(",")) for c in combined]
         for config in ("raw", "full", *timed):
             steps, terms = configs[config]

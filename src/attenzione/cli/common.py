@@ -143,34 +143,36 @@ def raw_option() -> Any:
 
 
 def _step_names() -> list[str]:
-    """Every text step's name and every ranking term's, as --no-step takes them (read from
-    the package without importing torch)."""
-    return [*STEP_NAMES, *TERM_NAMES]
+    """Every text step's name and every switch of the search's registry, as --no-step takes
+    them (read without importing torch)."""
+    return [*STEP_NAMES, *term_names()]
 
 
-# kept here (and checked against attenzione.pipeline / attenzione.search.scoring by a test) so that
-# --help does not import torch
+def term_names() -> list[str]:
+    """The switches of the search's registry (its ranking terms and ``doubled-marks``), read
+    from :mod:`attenzione.search.registry`, which imports no torch."""
+    from attenzione.search.registry import switches
+
+    return list(switches())
+
+
+# kept here (and checked against attenzione.pipeline by a test) so that --help does not import
+# torch
 STEP_NAMES = (
     "normalize", "carry", "capitals", "title-case", "split", "continuation", "number-format",
     "numbers", "inline-tags", "names",
 )  # fmt: skip
-TERM_NAMES = (
-    "number-coverage",
-    "punctuation-coverage",
-    "attention-coverage",
-    "word-check",
-    "doubled-marks",
-)
 
 
 def check_steps(no_step: list[str] | None, raw: bool) -> list[str]:
     """The names given to ``--no-step``, checked (before the model is loaded)."""
     names = list(no_step or [])
-    unknown = [n for n in names if n not in STEP_NAMES and n not in TERM_NAMES]
+    terms = term_names()
+    unknown = [n for n in names if n not in STEP_NAMES and n not in terms]
     if unknown:
         fail(
             f"--no-step {unknown[0]}: not a text step or a ranking term; the steps are "
-            f"{', '.join(STEP_NAMES)}; the terms are {', '.join(TERM_NAMES)}"
+            f"{', '.join(STEP_NAMES)}; the terms are {', '.join(terms)}"
         )
     if raw and names:
         fail("--raw already switches every step off: drop --no-step")
@@ -180,12 +182,12 @@ def check_steps(no_step: list[str] | None, raw: bool) -> list[str]:
 def pipeline_of(translator: Any, no_step: list[str], raw: bool) -> tuple[Any, Any]:
     """The (pipeline, ranking terms) ``--no-step`` and ``--raw`` ask of a loaded translator."""
     from attenzione.pipeline import Pipeline
-    from attenzione.search.scoring import Terms
+    from attenzione.search.registry import Terms
 
     if raw:
         return Pipeline.build(()), Terms.none()
     steps = [n for n in translator.pipeline.names if n not in no_step]
-    terms = translator.terms.without(n for n in no_step if n in TERM_NAMES)
+    terms = translator.terms.without(n for n in no_step if n in translator.terms)
     return Pipeline.build(steps), terms
 
 
@@ -228,10 +230,9 @@ def check_number_flags(number_format: str, no_step: list[str], raw: bool) -> Non
         fail("--number-format is the number-format step's: drop it or keep the step on")
 
 
-def set_number_format(translator: Any, number_format: str) -> None:
-    """Apply ``--number-format`` to a loaded translator (``model``: leave its own)."""
-    if number_format != "model":
-        translator.number_format = number_format
+def number_format_of(number_format: str) -> str | None:
+    """What ``--number-format`` gives the translator to load (None for ``model``: its own)."""
+    return None if number_format == "model" else number_format
 
 
 def given(ctx: typer.Context, name: str) -> bool:
@@ -399,10 +400,12 @@ def _not_a_run(model: Path) -> None:
 
 def check_search(directory: Path, search: Any, batch_size: int = 1) -> None:
     """Refuse now, before any long work, a beam or n-best list wider than the model at
-    ``directory`` can search on this machine (:mod:`attenzione.translator.bounds`): one line,
-    naming the widest it allows. A directory without a config is left to the loader."""
+    ``directory`` can search on this machine: the request is made as the translator will make
+    it (:meth:`attenzione.translator.request.Request.checked`), one line naming the widest
+    beam it allows. A directory without a config is left to the loader."""
     from attenzione.translator.bounds import bounds_for
+    from attenzione.translator.request import Request
     from attenzione.translator.weights import read_config
 
     if (directory / "config.json").is_file():
-        bounds_for(read_config(directory)).batch_for(search, batch_size)
+        Request(search=search, batch_size=batch_size).checked(bounds_for(read_config(directory)))

@@ -19,10 +19,10 @@ from attenzione.cli.common import (
     model_option,
     model_path,
     no_step_option,
+    number_format_of,
     number_format_option,
     pipeline_of,
     raw_option,
-    set_number_format,
     shortlist_option,
     tag_option,
     to_option,
@@ -118,9 +118,12 @@ def evaluate(
             pairs = [(t, s) for s, t in pairs]
         out = hypotheses or data.with_name(data.name + ".hyp.txt")
         check_writable(out, "--hypotheses")  # before the work, not after it
-        translator = Translator.from_pretrained(directory, precision=precision)
-        translator.use_shortlist = shortlist
-        set_number_format(translator, number_format)
+        translator = Translator.from_pretrained(
+            directory,
+            precision=precision,
+            shortlist=shortlist,
+            number_format=number_format_of(number_format),
+        )
         sources: list[str]
         references: list[str] | list[list[str]]
         if all_references:
@@ -150,7 +153,7 @@ def evaluate(
             report[name] = {
                 **scores.to_dict(),
                 "steps": list(steps.names),
-                "terms": {k: v for k, v in terms.to_dict().items() if v} if beam > 1 else {},
+                "terms": {k: v for k, v in terms.items() if v} if beam > 1 else {},
                 "number_format": translator.number_format
                 if "number-format" in steps.names
                 else None,

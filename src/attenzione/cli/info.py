@@ -88,7 +88,7 @@ def describe(directory: Path) -> dict[str, Any]:
         # steps and terms that need one are off by default)
         "profiles": {lang: _profile_name(lang) for lang in (source, target)},
         "steps": steps,
-        "terms": {name: w for name, w in weights.to_dict().items() if w > 0},
+        "terms": {name: w for name, w in weights.items() if w > 0},
         "pipeline_recorded": bool(info.get("pipeline")),
         "preset": info.get("preset", train_cfg.get("preset")),
         "step": info.get("step"),

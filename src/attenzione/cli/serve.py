@@ -23,10 +23,10 @@ from attenzione.cli.common import (
     fail,
     language_code,
     no_step_option,
+    number_format_of,
     number_format_option,
     pipeline_of,
     raw_option,
-    set_number_format,
     shortlist_option,
     tag_option,
     user_errors,
@@ -160,16 +160,17 @@ def _limit(name: str, value: int) -> int:
 
 def _check_search(translator: Any, beam: int, alternatives_limit: int) -> None:
     """Refuse, in one line, a ``--beam`` or ``--alternatives-limit`` wider than the machine
-    can search with this model (:mod:`attenzione.translator.bounds`): better at start-up
-    than a request that grows until the machine swaps."""
-    from attenzione.translator.bounds import check_beam
+    can search with this model (the request is made as the service makes it,
+    :meth:`attenzione.translator.translator.Translator.request`): better at start-up than a
+    request that grows until the machine swaps."""
+    from attenzione.config import search_config
 
     for flag, value, n_best in (
         ("--beam", beam, 1),
         ("--alternatives-limit", alternatives_limit, alternatives_limit + 1),  # + the best
     ):
         try:
-            check_beam(translator.bounds, beam, n_best)
+            translator.request(search=search_config(beam, max(1, n_best)))
         except ValueError as exc:
             fail(f"{flag} {value}: {exc}")
 
@@ -305,9 +306,12 @@ def serve(
         routes: dict[str, Route] = {}
         pairs: list[tuple[str, str]] = []
         for directory in directories:
-            translator = Translator.from_pretrained(directory, precision=precision)
-            translator.use_shortlist = shortlist
-            set_number_format(translator, number_format)
+            translator = Translator.from_pretrained(
+                directory,
+                precision=precision,
+                shortlist=shortlist,
+                number_format=number_format_of(number_format),
+            )
             steps, terms = pipeline_of(translator, names, raw)
             translator.translate([""], tag=tag)  # an unknown tag: one line now, not later
             _check_search(translator, beam, alternatives_limit)

@@ -40,11 +40,11 @@ from attenzione.cli.common import (
     model_option,
     model_path,
     no_step_option,
+    number_format_of,
     number_format_option,
     pipeline_of,
     raw_option,
     read_text,
-    set_number_format,
     shortlist_option,
     tag_option,
     to_option,
@@ -168,10 +168,13 @@ def translate(
         n = worker_count(workers, texts, batch_size, n_best, budget)
         # the workers load the model while this process does
         with _workers(directory, n, precision, shortlist, budget) as pool:
-            translator = Translator.from_pretrained(directory, precision=precision)
-            translator.use_shortlist = shortlist
-            translator.workers = pool
-            set_number_format(translator, number_format)
+            translator = Translator.from_pretrained(
+                directory,
+                precision=precision,
+                shortlist=shortlist,
+                workers=pool,
+                number_format=number_format_of(number_format),
+            )
             steps, terms = pipeline_of(translator, names, raw)
             if document is not None and output is not None:
                 translated = translator.translate_iter(

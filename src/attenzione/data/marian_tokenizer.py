@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from attenzione.data.jsonfile import member, read_json, read_json_object
-from attenzione.data.tokenizers import CONFIG_NAME, WORD_START, Tokenizer, _inside
+from attenzione.data.tokenizer_base import CONFIG_NAME, WORD_START, Tokenizer, named_file
 
 SIDES = ("source", "target")
 SPM_FILES = {"source": "source.spm", "target": "target.spm"}
@@ -288,8 +288,8 @@ class MarianVocabTokenizer(Tokenizer):
 def load_marian(directory: Path, config: dict[str, Any], path: Path) -> MarianVocabTokenizer:
     """What :meth:`MarianVocabTokenizer.save` wrote into ``directory`` (its ``config`` read
     from ``path``): the files it names must lie inside the directory."""
-    model = _inside(directory, config.get("model"), path)
-    vocab_path = _inside(directory, config.get("vocab", VOCAB_FILE), path)
+    model = named_file(directory, config.get("model"), path)
+    vocab_path = named_file(directory, config.get("vocab", VOCAB_FILE), path)
     raw = config.get("added_tokens", [])
     try:
         if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):

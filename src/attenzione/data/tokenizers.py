@@ -1,9 +1,11 @@
-"""Tokenizers behind one interface: word-level (for GloVe) and SentencePiece subwords.
+"""Tokenizers behind one interface: word-level (for GloVe) and SentencePiece subwords, and
+:func:`load_tokenizer`, which reads any kind a directory was saved as.
 
-Every tokenizer has the same four special tokens with the same ids — ``<pad>`` 0, ``<bos>`` 1,
-``<eos>`` 2, ``<unk>`` 3 — so the model's config never depends on which one is used. A
-tokenizer saves itself into a directory (``tokenizer.json`` plus its files) that travels with
-every model, so text is split at translation time exactly as it was in training.
+The interface, the four special ids and the directory's layout every kind shares are
+:mod:`attenzione.data.tokenizer_base`'s (re-exported here, where the package has always
+imported them from). A tokenizer saves itself into a directory (``tokenizer.json`` plus its
+files) that travels with every model, so text is split at translation time exactly as it was
+in training.
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ import json
 import math
 import random
 import re
-from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from attenzione.data.jsonfile import read_json_object
+from attenzione.data.marian_tokenizer import load_marian
+from attenzione.data.tokenizer_base import (
+    BOS_ID,
+    CONFIG_NAME,
+    EOS_ID,
+    PAD_ID,
+    SPECIALS,
+    UNK_ID,
+    Tokenizer,
+    named_file,
+)
+from attenzione.data.tokenizer_base import WORD_START as WORD_START
 
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
-WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
 _BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
 # how many of a text's best segmentations subword sampling draws from (Kudo 2018's l)
 SAMPLE_FROM = 64
@@ -32,43 +43,6 @@ SAMPLE_FROM = 64
 def is_byte_piece(piece: str) -> bool:
     """Whether ``piece`` is one of byte fallback's ``<0x00>``…``<0xFF>``."""
     return _BYTE_PIECE.fullmatch(piece) is not None
-
-
-CONFIG_NAME = "tokenizer.json"
-
-
-class Tokenizer(ABC):
-    """text ↔ ids. ``encode`` adds no ``<bos>``/``<eos>``; ``decode`` skips special tokens."""
-
-    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
-    # the file or folder it was read from, for the messages that blame it (None: built here)
-    origin: str | None = None
-
-    @property
-    @abstractmethod
-    def vocab_size(self) -> int: ...
-
-    @abstractmethod
-    def encode(self, text: str) -> list[int]: ...
-
-    @abstractmethod
-    def decode(self, ids: Sequence[int]) -> str: ...
-
-    @abstractmethod
-    def id_to_token(self, i: int) -> str: ...
-
-    @abstractmethod
-    def save(self, directory: str | Path) -> Path: ...
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.encode(t) for t in texts]
-
-    def sample_batch(self, texts: Sequence[str], *, alpha: float, seed: int) -> list[list[int]]:
-        """``texts`` each segmented at random (subword regularisation), the same for the same
-        ``seed``. Only a subword tokenizer has more than one segmentation to choose from."""
-        raise ValueError(
-            f"subword sampling needs a SentencePiece tokenizer, not {type(self).__name__}"
-        )
 
 
 # ---------------------------------------------------------------------------- word level
@@ -364,41 +338,40 @@ def _load_tokenizer(d: Path) -> Tokenizer:
         raise FileNotFoundError(f"{path} not found: not a tokenizer directory")
     config = read_json_object(path)
     kind = config.get("type")
-    if kind == "word":
-        vocab = config.get("vocab")
-        if not isinstance(vocab, list) or not all(isinstance(w, str) for w in vocab):
-            raise ValueError(f"{path}: 'vocab' must be a list of strings")
-        try:
-            return WordTokenizer(vocab, lowercase=bool(config.get("lowercase", True)))
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-    if kind == "sentencepiece":
-        model = _inside(d, config.get("model", "spm.model"), path)
-        tags = config.get("tags", [])
-        if not isinstance(tags, list):
-            raise ValueError(f"{path}: 'tags' must be a list of corpus tag names")
-        try:
-            return SentencePieceTokenizer(model.read_bytes(), tags)
-        except ValueError as exc:
-            raise ValueError(f"{model}: {exc}") from None
-        except Exception as exc:  # sentencepiece raises RuntimeError/OSError for a bad proto
-            raise ValueError(f"{model} is not a SentencePiece model ({exc})") from None
-    if kind == "marian":  # one side of an OPUS-MT model: its own module, which imports this one
-        from attenzione.data.marian_tokenizer import load_marian
-
-        return load_marian(d, config, path)
-    raise ValueError(
-        f"{path}: unknown tokenizer type {kind!r} (expected 'word', 'sentencepiece' or 'marian')"
-    )
+    loader = LOADERS.get(kind) if isinstance(kind, str) else None
+    if loader is None:
+        expected = ", ".join(map(repr, list(LOADERS)[:-1])) + f" or {list(LOADERS)[-1]!r}"
+        raise ValueError(f"{path}: unknown tokenizer type {kind!r} (expected {expected})")
+    return loader(d, config, path)
 
 
-def _inside(directory: Path, name: object, config_path: Path) -> Path:
-    """``directory/name`` if ``name`` is a plain file name that stays inside ``directory``."""
-    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
-        raise ValueError(f"{config_path}: 'model' must be a file name in {directory}, not {name!r}")
-    target = (directory / name).resolve()
-    if target.parent != directory.resolve():
-        raise ValueError(f"{config_path}: 'model' {name!r} leads outside {directory}")
-    if not target.is_file():
-        raise FileNotFoundError(f"{directory / name} not found (named by {config_path})")
-    return target
+def _load_word(d: Path, config: dict[str, Any], path: Path) -> WordTokenizer:
+    vocab = config.get("vocab")
+    if not isinstance(vocab, list) or not all(isinstance(w, str) for w in vocab):
+        raise ValueError(f"{path}: 'vocab' must be a list of strings")
+    try:
+        return WordTokenizer(vocab, lowercase=bool(config.get("lowercase", True)))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _load_sentencepiece(d: Path, config: dict[str, Any], path: Path) -> SentencePieceTokenizer:
+    model = named_file(d, config.get("model", "spm.model"), path)
+    tags = config.get("tags", [])
+    if not isinstance(tags, list):
+        raise ValueError(f"{path}: 'tags' must be a list of corpus tag names")
+    try:
+        return SentencePieceTokenizer(model.read_bytes(), tags)
+    except ValueError as exc:
+        raise ValueError(f"{model}: {exc}") from None
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError for a bad proto
+        raise ValueError(f"{model} is not a SentencePiece model ({exc})") from None
+
+
+# tokenizer.json's "type" -> how a directory of that kind is read (directory, its config,
+# the config's path): every kind the package knows, one loader each
+LOADERS: dict[str, Callable[[Path, dict[str, Any], Path], Tokenizer]] = {
+    "word": _load_word,
+    "sentencepiece": _load_sentencepiece,
+    "marian": load_marian,  # one side of an OPUS-MT model
+}

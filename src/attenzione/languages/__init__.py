@@ -21,7 +21,7 @@ A new language is a new profile file; nothing in the code names a language. A pr
 ==========================  =====================================================================
 
 Steps and ranking terms declare what they need of a pair's profiles by the names of
-:data:`REQUIREMENTS` (``Step.needs``, ``ranking_term(needs=…)``); the pipeline a pair gets by
+:data:`REQUIREMENTS` (``Step.needs``, ``register(…, needs=…)``); the pipeline a pair gets by
 default (:func:`attenzione.pipeline.pairs.default_pipeline`) is every step and term whose needs
 its profiles meet. A step that reads language words reads those of both languages of the pair
 (:class:`PairWords`): a translation carries words of its source (names, quotations), and a

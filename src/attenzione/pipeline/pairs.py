@@ -6,8 +6,8 @@ A model directory's ``info.json`` records the pipeline it applies (``"pipeline":
 pair (:func:`pipeline_of`).
 
 Each step and ranking term declares what it needs of the pair's language profiles
-(``Step.needs``, ``ranking_term(needs=…)``; the requirements are
-:data:`attenzione.languages.REQUIREMENTS`, the profiles ``attenzione/languages/profiles/``):
+(``Step.needs``; ``register(needs=…)``, :mod:`attenzione.search.registry`; the requirements
+are :data:`attenzione.languages.REQUIREMENTS`, the profiles ``attenzione/languages/profiles/``):
 a pair's default has those whose needs its profiles meet, and every other term at weight 0.
 A language without a profile meets none, so it gets only what knows no language:
 
@@ -43,7 +43,7 @@ from typing import Any
 
 from attenzione.languages import meets
 from attenzione.pipeline import STEPS, Pipeline
-from attenzione.search.ranking import RANKING_TERMS, TERM_NAMES, Terms
+from attenzione.search.registry import Terms, switches
 
 
 def default_pipeline(source_language: str, target_language: str) -> dict[str, Any]:
@@ -54,8 +54,8 @@ def default_pipeline(source_language: str, target_language: str) -> dict[str, An
     return {
         "steps": [step.name for step in STEPS if meets(step.needs, source, target)],
         "terms": {
-            name: term.default if meets(term.needs, source, target) else 0.0
-            for name, term in RANKING_TERMS.items()
+            name: (term.default or 0.0) if meets(term.needs, source, target) else 0.0
+            for name, term in switches().items()
         },
     }
 
@@ -80,7 +80,6 @@ def built_pipeline(info: dict[str, Any]) -> tuple[Pipeline, Terms]:
     (:func:`pipeline_of`), built; a bad record is one ValueError ("a bad pipeline: …")."""
     try:
         recorded = pipeline_of(info)
-        weights = {TERM_NAMES[k]: v for k, v in (recorded.get("terms") or {}).items()}
-        return Pipeline.build(recorded.get("steps")), Terms(**weights)
+        return Pipeline.build(recorded.get("steps")), Terms(recorded.get("terms") or {})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"a bad pipeline: {exc}") from None

@@ -10,6 +10,8 @@ sampling, beam search).
   the same after normalisation (an imported Marian model's ``<pad>``).
 * :class:`NoDoubledMarks`: a punctuation mark twice in a row only where the source has it
   twice in a row ("sul divano.." was an alternative of "on the sofa.").
+* :class:`ForcedPrefix`: each row's translation begins with the tokens given (CTranslate2's
+  ``target_prefix``), which keep the probability the model gives them.
 
 The others exist because of byte fallback: a SentencePiece vocabulary spells a
 character it lacks as its UTF-8 bytes (``£`` = ``<0xC2><0xA3>``), and a model that writes
@@ -117,6 +119,53 @@ class NoDoubledMarks(Constraint):
             self.sentence, self.last = self.sentence[rows], self.last[rows]
         if tokens is not None:
             self.last = self.column[tokens]
+
+
+class ForcedPrefix(Constraint):
+    """Each sentence's translation begins with its ``prefixes`` (token ids; empty: free). At
+    step t a row whose prefix is longer than t may write only its token t.
+
+    It masks after normalisation: a forced token keeps the log-prob the model gives it, so the
+    prefix is scored as the model reads it (as CTranslate2 scores a ``target_prefix``). A row
+    whose forced token is masked already (another constraint bans it) is left as it is
+    rather than emptied."""
+
+    normalised = True
+
+    def __init__(self, prefixes: Sequence[Sequence[int]]) -> None:
+        width = max((len(p) for p in prefixes), default=0)
+        # (B,L) each sentence's prefix, padded with -1 (free from there)
+        self.table = torch.full((len(prefixes), width), -1, dtype=torch.long)
+        for b, ids in enumerate(prefixes):
+            self.table[b, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
+        self.sentence = torch.zeros(0, dtype=torch.long)  # (N,) the sentence of each row
+        self.written = 0
+
+    def start(self, batch: int, vocab: int) -> None:
+        if self.table.shape[0] != batch:
+            raise ValueError(f"the prefixes are for {self.table.shape[0]} sentences, not {batch}")
+        if bool(((self.table < -1) | (self.table >= vocab)).any()):
+            raise ValueError(f"a prefix must be ids of the {vocab}-token vocabulary")
+        self.sentence = torch.arange(batch)
+        self.written = 0
+
+    def mask(self, scores: Tensor) -> None:
+        if self.written >= self.table.shape[1]:
+            return
+        want = self.table[self.sentence, self.written].to(scores.device)  # (N,) -1: free
+        rows = (want >= 0).nonzero().squeeze(1)
+        if not rows.numel():
+            return
+        keep = scores[rows, want[rows]]  # (R,) the forced tokens' scores
+        rows, keep = rows[torch.isfinite(keep)], keep[torch.isfinite(keep)]
+        scores[rows] = float("-inf")
+        scores[rows, want[rows]] = keep
+
+    def reorder(self, rows: Tensor | None, tokens: Tensor | None) -> None:
+        if rows is not None:
+            self.sentence = self.sentence[rows.cpu()]
+        if tokens is not None:
+            self.written += 1
 
 
 class ByteBan(Constraint):

@@ -184,7 +184,8 @@ class BeamSearch(Strategy):
         self.complete = [0] * self.batch  # finished hypotheses that owe nothing, per sentence
         k, b, dev = cfg.beam_size, self.batch, limits.device
         self.k, self.device = k, dev
-        self.live = list(range(b))  # original sentence of each live group of K rows
+        self.limit_t = limits  # (B,) the cap on new tokens of each sentence
+        self.live = torch.arange(b, device=dev)  # (n,) the sentence of each live group of K rows
         self.scores = torch.full((b, k), float("-inf"), device=dev)
         self.scores[:, 0] = 0.0  # all beams start identical: only the first may expand
         self.paid = torch.zeros((b, k), device=dev)  # word penalties charged so far (≤ 0)
@@ -196,7 +197,108 @@ class BeamSearch(Strategy):
     def start(self) -> Tensor:
         return torch.arange(self.batch, device=self.device).repeat_interleave(self.k)  # (B·K,)
 
+    def step(self, step: int, scores: Scores) -> Step | None:
+        log_probs = scores.log_probs
+        charges = [
+            charge
+            for term in self.terms
+            if (charge := term.charge(log_probs, scores.attention)) is not None
+        ]
+        k, n, v = self.k, self.live.shape[0], log_probs.shape[-1]
+        base = self.scores.view(n * k, 1)  # (n·K,1) total log-probs so far
+        width = min(2 * k, k * v)
+        if not charges and not self.any_paid:  # nothing charged: rank by log-prob
+            total = torch.add(log_probs, base, out=scratch(self._buffers, "rank", log_probs))
+            top_s, top_i = top_k(total.view(n, k * v), width)  # (n,2K)
+            paid = torch.zeros_like(top_s)
+        else:  # rank by log-prob + charges, and read the model's own score back
+            so_far = self.paid.view(n * k, 1)
+            for charge in charges:
+                if charge.now is not None:
+                    so_far = so_far - charge.now[:, None]
+            rank = scratch(self._buffers, "rank", log_probs)  # (n·K,V)
+            torch.add(log_probs, base + so_far, out=rank)
+            for charge in charges:
+                charge.apply(rank)
+            top_r, top_i = top_k(rank.view(n, k * v), width)  # (n,2K)
+            rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
+            top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
+            paid = top_r - top_s  # (n,2K) what each candidate has been charged (≤ 0)
+        parent, tok = top_i // v, top_i % v  # (n,2K) the beam each continues, its token
+        # a sentence reads its candidates best first, up to the first the model rules out
+        alive = (top_s == float("-inf")).cumsum(dim=1) == 0  # (n,2K)
+        is_eos = tok == self.eos_id
+        ended = alive & is_eos  # <eos> within the top K: a hypothesis set aside
+        ended[:, k:] = False
+        going = alive & ~is_eos
+        chosen = going & (going.cumsum(dim=1) <= k)  # (n,2K) the best K that go on
+        n_chosen = chosen.sum(dim=1)  # (n,)
+        length = step + 1
+        at_limit = self.limit_t[self.live] <= length  # (n,)
+        done = at_limit | (n_chosen == 0)  # (n,)
+        touched = (ended.any(dim=1) | at_limit).nonzero().squeeze(1)  # (G,) few groups
+        if touched.numel():
+            settled = self._finish(length, touched, top_s, paid, tok, parent, ended, chosen)
+            done[settled] = True
+        keep = (~done).nonzero().squeeze(1)  # (n',) the groups that go on
+        if not keep.numel():
+            return None
+        # each group's chosen candidates, best first; fewer than K: padded with dead copies
+        # of its first (-inf, never expanded)
+        sel = chosen[keep].to(torch.int8).sort(dim=1, descending=True, stable=True).indices
+        sel = sel[:, :k]  # (n',K)
+        dead = torch.arange(k, device=sel.device) >= n_chosen[keep][:, None]  # (n',K)
+        sel = torch.where(dead, sel[:, :1], sel)
+        index = (keep[:, None] * k + parent[keep].gather(1, sel)).view(-1)  # (n'·K,)
+        tok_t = tok[keep].gather(1, sel).view(-1)  # (n'·K,)
+        self.history = torch.cat([self.history.index_select(0, index), tok_t[:, None]], dim=1)
+        self.scores = top_s[keep].gather(1, sel).masked_fill(dead, float("-inf"))  # (n',K)
+        self.paid = paid[keep].gather(1, sel).masked_fill(dead, 0.0)  # (n',K)
+        self.any_paid = bool(self.paid.any())
+        self.live = self.live[keep]
+        return Step(tok_t, index)
+
     def _finish(
+        self,
+        length: int,
+        groups: Tensor,
+        top_s: Tensor,
+        paid: Tensor,
+        tok: Tensor,
+        parent: Tensor,
+        ended: Tensor,
+        chosen: Tensor,
+    ) -> list[int]:
+        """The finishing bookkeeping of one step, for the live ``groups`` (G,) that finish a
+        hypothesis: each candidate that ``ended`` with ``<eos>`` is set aside, and a group at
+        its length cap sets aside its ``chosen`` ones cut there — only when fewer than K
+        have ended properly (those ending at this step count): a cut sentence never beats K
+        that ended, and a search that went on only for the coverage does not return one.
+        Returns the groups (of ``groups``) whose sentence has K that owe nothing."""
+        g_l = groups.tolist()
+        sents = self.live[groups].tolist()
+        at_limit = (self.limit_t[self.live[groups]] <= length).tolist()
+        s_l, pay_l = top_s[groups].tolist(), paid[groups].tolist()
+        tok_l, parent_l = tok[groups].tolist(), parent[groups].tolist()
+        ended_l, chosen_l = ended[groups].tolist(), chosen[groups].tolist()
+        k, settled = self.k, []
+        for i, (g, sent) in enumerate(zip(g_l, sents, strict=True)):
+            for j in range(len(tok_l[i])):
+                if ended_l[i][j]:
+                    row = g * k + parent_l[i][j]
+                    toks = self.history[row].tolist()  # one row: the whole is rarely needed
+                    self._set_aside(sent, toks, s_l[i][j], length, pay_l[i][j], row, self.eos_id)
+            if at_limit[i] and len(self.finished[sent]) < k:
+                for j in range(len(tok_l[i])):
+                    if chosen_l[i][j]:
+                        row, last = g * k + parent_l[i][j], tok_l[i][j]
+                        toks = [*self.history[row].tolist(), last]
+                        self._set_aside(sent, toks, s_l[i][j], length, pay_l[i][j], row, last)
+            if self.complete[sent] >= k:
+                settled.append(g)
+        return settled
+
+    def _set_aside(
         self,
         sent: int,
         toks: list[int],
@@ -217,89 +319,6 @@ class BeamSearch(Strategy):
             owes = owes or owing
         self.finished[sent].append(Hypothesis(toks, norm, total))
         self.complete[sent] += not owes
-
-    def step(self, step: int, scores: Scores) -> Step | None:
-        log_probs = scores.log_probs
-        charges = [
-            charge
-            for term in self.terms
-            if (charge := term.charge(log_probs, scores.attention)) is not None
-        ]
-        k, n = self.k, len(self.live)
-        v = log_probs.shape[-1]
-        base = self.scores.view(n * k, 1)  # (n·K,1) total log-probs so far
-        width = min(2 * k, k * v)
-        if not charges and not self.any_paid:  # nothing charged: rank by log-prob
-            total = torch.add(log_probs, base, out=scratch(self._buffers, "rank", log_probs))
-            top_s, top_i = top_k(total.view(n, k * v), width)  # (n,2K)
-            top_r = top_s
-        else:  # rank by log-prob + charges, and read the model's own score back
-            paid = self.paid.view(n * k, 1)
-            for charge in charges:
-                if charge.now is not None:
-                    paid = paid - charge.now[:, None]
-            rank = scratch(self._buffers, "rank", log_probs)  # (n·K,V)
-            torch.add(log_probs, base + paid, out=rank)
-            for charge in charges:
-                charge.apply(rank)
-            top_r, top_i = top_k(rank.view(n, k * v), width)  # (n,2K)
-            rows = (top_i // v) + torch.arange(n, device=top_i.device)[:, None] * k  # (n,2K)
-            top_s = base.view(-1)[rows] + log_probs[rows, top_i % v]
-        parent_l = (top_i // v).tolist()
-        tok_l = (top_i % v).tolist()
-        score_l = top_s.tolist()
-        paid_l = (top_r - top_s).tolist()
-        parents: list[int] = []
-        new_tok: list[int] = []
-        new_scores: list[float] = []
-        new_paid: list[float] = []
-        still: list[int] = []
-        length = step + 1
-        for g in range(n):
-            sent = self.live[g]
-            chosen: list[int] = []
-            for j in range(len(tok_l[g])):
-                s = score_l[g][j]
-                if s == float("-inf"):
-                    break
-                pay = paid_l[g][j]
-                if tok_l[g][j] == self.eos_id:
-                    if j < k:
-                        row = g * k + parent_l[g][j]
-                        toks = self.history[row].tolist()  # one row: the whole is rarely needed
-                        self._finish(sent, toks, s, length, pay, row, self.eos_id)
-                elif len(chosen) < k:
-                    chosen.append(j)
-            at_limit = self.limits[sent] <= length
-            # cut at the cap: kept only when fewer than K have ended properly (those ending at
-            # this step count): a cut sentence never beats K that ended, and a search that
-            # went on only for the coverage does not return one
-            if at_limit and len(self.finished[sent]) < k:
-                for j in chosen:
-                    row, tok = g * k + parent_l[g][j], tok_l[g][j]
-                    toks = [*self.history[row].tolist(), tok]
-                    self._finish(sent, toks, score_l[g][j], length, paid_l[g][j], row, tok)
-            if self.complete[sent] >= k or at_limit or not chosen:
-                continue
-            n_real = len(chosen)
-            while len(chosen) < k:  # fewer than K live options: pad with dead copies
-                chosen.append(chosen[0])
-            still.append(g)
-            for idx, j in enumerate(chosen):
-                parents.append(g * k + parent_l[g][j])
-                new_tok.append(tok_l[g][j])
-                new_scores.append(score_l[g][j] if idx < n_real else float("-inf"))
-                new_paid.append(paid_l[g][j] if idx < n_real else 0.0)
-        if not still:
-            return None
-        index = torch.tensor(parents, dtype=torch.long, device=self.device)  # (n'·K,)
-        tok_t = torch.tensor(new_tok, dtype=torch.long, device=self.device)  # (n'·K,)
-        self.history = torch.cat([self.history.index_select(0, index), tok_t[:, None]], dim=1)
-        self.scores = torch.tensor(new_scores, device=self.device).view(len(still), k)
-        self.paid = torch.tensor(new_paid, device=self.device).view(len(still), k)
-        self.any_paid = any(new_paid)
-        self.live = [self.live[g] for g in still]
-        return Step(tok_t, index)
 
     def results(self) -> list[list[Hypothesis]]:
         out = []

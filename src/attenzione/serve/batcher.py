@@ -46,7 +46,8 @@ from attenzione.config import search_config
 
 if TYPE_CHECKING:
     from attenzione.pipeline import Pipeline
-    from attenzione.search.scoring import Terms
+    from attenzione.search.registry import Terms
+    from attenzione.translator.request import Request
     from attenzione.translator.translator import Candidate, Translator
     from attenzione.viz.maps import AttentionMaps
 
@@ -304,6 +305,21 @@ class Batcher:
                 self._expect = len(batch) + len(self._queue)
                 self._free_since = time.monotonic()
 
+    def request(self, model: str, decoding: Decoding, *, batch_size: int = 1) -> Request:
+        """The request sentences of ``model`` (a route's key) decoded as ``decoding`` are
+        translated with: the route's steps, weights and tag, checked against what the machine
+        can search (:meth:`Translator.request`, a ValueError for a beam too wide). The service
+        makes it before it queues a request, the worker for each batch."""
+        route = self.routes[model]
+        search = search_config(decoding.beam, decoding.n_best, length_penalty=self.length_penalty)
+        return route.translator.request(
+            search=search,
+            terms=route.terms,
+            steps=route.steps,
+            tag=route.tag,
+            batch_size=batch_size,
+        )
+
     def _run(self, batch: list[_Job]) -> None:
         """Decode one batch and resolve its futures (with the error, if decoding failed).
 
@@ -321,17 +337,8 @@ class Batcher:
         decoding = batch[0].decoding
         route = self.routes[batch[0].model]
         try:
-            search = search_config(
-                decoding.beam, decoding.n_best, length_penalty=self.length_penalty
-            )
-            results = route.translator.translate(
-                [j.text for j in batch],
-                search=search,
-                terms=route.terms,
-                steps=route.steps,
-                tag=route.tag,
-                batch_size=len(batch),
-            )
+            request = self.request(batch[0].model, decoding, batch_size=len(batch))
+            results = route.translator.translate([j.text for j in batch], request)
             out = []
             for job, result in zip(batch, results, strict=True):
                 maps = None

@@ -25,7 +25,6 @@ from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
 from attenzione.serve.routing import read_sources
 from attenzione.serve.text import Piece, plan_html, plan_text
-from attenzione.translator.bounds import check_beam
 
 
 @dataclass(frozen=True)
@@ -201,11 +200,11 @@ class Service:
             raise ApiError(500, f"Cannot translate text: {exc}") from None
 
     def _check_bounds(self, route: str, decoding: Decoding) -> None:
-        """A 400 for a beam or n-best list wider than the model's machine can search
-        (:mod:`attenzione.translator.bounds`), before anything is queued."""
-        bounds = self.batcher.routes[route].translator.bounds
+        """A 400 for a beam or n-best list wider than the model's machine can search, before
+        anything is queued: the request is made now as the worker will make it
+        (:meth:`Batcher.request`)."""
         try:
-            check_beam(bounds, decoding.beam, decoding.n_best)
+            self.batcher.request(route, decoding)
         except ValueError as exc:
             raise ApiError(400, f"Invalid request: {exc}") from None
 

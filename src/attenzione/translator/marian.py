@@ -46,7 +46,7 @@ from attenzione.config import ModelConfig
 from attenzione.data.jsonfile import read_json, read_json_object
 from attenzione.model.positional import sinusoidal_table
 from attenzione.model.transformer import Transformer
-from attenzione.search.ranking import RANKING_TERMS
+from attenzione.search.registry import Terms
 from attenzione.translator.weights import (
     build_model,
     check_dtypes,
@@ -477,5 +477,5 @@ def import_info(
         "parameters": model.num_parameters(),
         "max_src_tokens": model.config.max_len - 1,
         "number_format": "keep",
-        "pipeline": {"steps": GENERIC, "terms": dict.fromkeys(RANKING_TERMS, 0.0)},
+        "pipeline": {"steps": GENERIC, "terms": dict(Terms.none())},
     }

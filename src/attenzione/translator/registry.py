@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,13 +68,13 @@ def _read_info(path: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
-def pair_of(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str]:
+def pair_of(path: Path, info: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The pair a model directory translates, lower-case: its ``info.json``'s, else its
     directory's name (``it-en``), else English→Italian (what this project trained first)."""
     return told_pair(path, info) or DEFAULT_PAIR
 
 
-def told_pair(path: Path, info: dict[str, Any] | None = None) -> tuple[str, str] | None:
+def told_pair(path: Path, info: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
     """The pair a model directory says it translates, lower-case: its ``info.json``'s, else
     its directory's name (``it-en``); None when neither tells."""
     info = _read_info(path) if info is None else info

@@ -5,24 +5,30 @@ padding), hands them to the :class:`~attenzione.translator.engine.Engine` or, wh
 more than one batch, to :attr:`Scheduler.workers` (:mod:`attenzione.translator.workers`), and
 gives the hypotheses back in input order. :meth:`Scheduler.stream` reads an iterable of lines a
 chunk at a time, so that output streams, and with workers reads the next chunk before giving a
-chunk's translations, so that they never wait at a chunk's end.
+chunk's translations, so that they never wait at a chunk's end. A request with a user's own
+hooks is decoded in this process: a hook need not survive the trip to another.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
 
-from attenzione.config import DecodeConfig
 from attenzione.search.decoding import Hypothesis
-from attenzione.search.scoring import Terms
 from attenzione.translator.engine import Engine
 
-# Decodes batches of source ids elsewhere (attenzione.translator.workers): (batches, search,
-# terms) → each batch's hypotheses, in order, as Engine.decode_batch gives them.
+if TYPE_CHECKING:
+    from attenzione.translator.request import Request
+
+# A batch's sources' forced target prefixes (None: none), as Engine.decode_batch takes them.
+Prefixes = list[tuple[int, ...]] | None
+
+# Decodes batches of source ids elsewhere (attenzione.translator.workers): (batches, request,
+# each batch's prefixes) → each batch's hypotheses, in order, as Engine.decode_batch gives them.
 BatchRunner = Callable[
-    [list[list[list[int]]], DecodeConfig, Terms], Iterable[list[list[Hypothesis]]]
+    [list[list[list[int]]], "Request", list[Prefixes]], Iterable[list[list[Hypothesis]]]
 ]
 
 # Lines taken from an iterable at a time by Scheduler.stream: sorted by length inside a chunk
@@ -39,20 +45,29 @@ class Scheduler:
         self.engine, self.workers = engine, workers
 
     def start(
-        self, src: Sequence[list[int]], search: DecodeConfig, terms: Terms, batch_size: int
+        self,
+        src: Sequence[list[int]],
+        request: Request,
+        prefixes: Sequence[tuple[int, ...]] | None = None,
     ) -> Callable[[], list[list[Hypothesis]]]:
-        """Batch ``src`` and hand the batches to the workers now (without workers, nothing is
-        decoded yet); the call returned collects the hypotheses, in input order."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        """Batch ``src`` (``request.batch_size`` sources a batch; ``prefixes``: each one's
+        forced target prefix, None: none) and hand the batches to the workers now (without
+        workers, nothing is decoded yet); the call returned collects the hypotheses, in input
+        order."""
+        size = request.batch_size
         order = sorted(range(len(src)), key=lambda i: len(src[i]))  # little padding
-        groups = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        groups = [order[start : start + size] for start in range(0, len(order), size)]
         groups.reverse()  # the longest first: workers that finish last finish together
         jobs = [[src[i] for i in group] for group in groups]
-        if self.workers is not None and len(jobs) > 1:
-            decoded: Iterable[list[list[Hypothesis]]] = self.workers(jobs, search, terms)
+        forced: list[Prefixes] = [
+            None if prefixes is None else [prefixes[i] for i in group] for group in groups
+        ]
+        decoded: Iterable[list[list[Hypothesis]]]
+        if self.workers is not None and len(jobs) > 1 and not request.hooks:
+            # the text steps are this process's: a worker decodes ids
+            decoded = self.workers(jobs, replace(request, steps=None), forced)
         else:
-            decoded = (self.engine.decode_batch(job, search, terms) for job in jobs)
+            decoded = map(self.engine.decode_batch, jobs, [request] * len(jobs), forced)
 
         def collect() -> list[list[Hypothesis]]:
             results: list[list[Hypothesis]] = [[] for _ in src]

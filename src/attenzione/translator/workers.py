@@ -8,8 +8,8 @@ process cannot do that, since the Python of one holds the interpreter that the o
 between its operators (docs/benchmarks.md, issue 41).
 
 :class:`Workers` starts its processes (spawned: each loads the model directory afresh) and
-decodes a :class:`~attenzione.translator.translator.Translator`'s batches in them, set as its
-:attr:`~attenzione.translator.translator.Translator.workers`. The translator makes the same
+decodes a :class:`~attenzione.translator.translator.Translator`'s batches in them, given to it
+as ``workers`` when it is made. The translator makes the same
 batches as without them, and each is decoded the same way
 (:meth:`~attenzione.translator.engine.Engine.decode_batch`, the one object a worker runs); only
 the thread count differs. On the CPU measured that did not change a single translation of FLORES
@@ -17,8 +17,9 @@ dev (the packed kernels split a product's rows between threads, not its sums); a
 kernels might.
 
 A worker knows what its model directory says, loaded with the precision and shortlist switch
-it is given (:meth:`Workers.of` takes them from a translator): a word list set on the
-translator after loading is not seen by the workers.
+it is given (:meth:`Workers.of` takes them from a translator): a word list given to the
+translator in place of its directory's is not seen by the workers, nor is a user's own hook
+(a request with hooks is decoded in the translator's process).
 
 Ctrl-C is the parent's alone. A terminal sends SIGINT to every process of its foreground group,
 workers included: each used to raise ``KeyboardInterrupt`` wherever it was (a 110-line
@@ -43,9 +44,9 @@ from typing import Any
 
 import torch
 
-from attenzione.config import DecodeConfig
 from attenzione.search.decoding import Hypothesis
-from attenzione.search.scoring import Terms
+from attenzione.translator.request import Request
+from attenzione.translator.scheduler import Prefixes
 from attenzione.translator.translator import Translator
 
 # in a worker process: the translator it decodes with, or why it could not load one
@@ -66,8 +67,9 @@ def _start(
     _barrier = barrier
     torch.set_num_threads(threads)
     try:
-        _translator = Translator.from_pretrained(directory, precision=precision, pack=pack)
-        _translator.use_shortlist = shortlist and _translator.shortlist is not None
+        _translator = Translator.from_pretrained(
+            directory, precision=precision, pack=pack, shortlist=shortlist
+        )
     except Exception as exc:  # noqa: BLE001 (any failure to load goes back to the caller)
         _failed = exc
 
@@ -83,11 +85,11 @@ def _meet() -> None:
         raise _failed
 
 
-def _decode(job: list[list[int]], search: DecodeConfig, terms: Terms) -> list[list[Hypothesis]]:
+def _decode(job: list[list[int]], request: Request, prefixes: Prefixes) -> list[list[Hypothesis]]:
     if _failed is not None:
         raise _failed
     assert _translator is not None, "a worker decodes only after _start"
-    return _translator.engine.decode_batch(job, search, terms)
+    return _translator.engine.decode_batch(job, request, prefixes)
 
 
 class WorkerStopped(RuntimeError):
@@ -152,7 +154,7 @@ class Workers:
             self._result(done.result)
 
     def __call__(
-        self, jobs: list[list[list[int]]], search: DecodeConfig, terms: Terms
+        self, jobs: list[list[list[int]]], request: Request, prefixes: list[Prefixes]
     ) -> Iterator[list[list[Hypothesis]]]:
         """Each batch's hypotheses, in order, as they come. The batches are handed out now
         (each worker takes the next when it is done with one); the results are read as the
@@ -163,7 +165,10 @@ class Workers:
         by :meth:`close` terminating its processes, then fails on a cancelled batch with a
         traceback from its own thread (fixed in 3.12). Nothing here cancels a batch."""
         futures = self._result(
-            lambda: [self._pool.submit(_decode, job, search, terms) for job in jobs]
+            lambda: [
+                self._pool.submit(_decode, job, request, forced)
+                for job, forced in zip(jobs, prefixes, strict=True)
+            ]
         )
         return self._each(futures)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attenzione.model.dropout import dropout
+from attenzione.model.fast.dropout import dropout
 from tiny_model import toy_transformer
 
 

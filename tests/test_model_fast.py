@@ -43,7 +43,7 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor]:
     return src, tgt
 
 
-def test_fast_decoding_changes_the_classes_and_nothing_else() -> None:
+def test_fast_decoding_replaces_modules_and_changes_no_number() -> None:
     plain = toy_transformer()
     fast = _fast(plain)
     assert type(plain) is Transformer and isinstance(fast, FastTransformer)

@@ -45,7 +45,9 @@ def test_fp32_inference_packs_a_copy_and_leaves_the_model_alone() -> None:
     # the decoder's attention projections stay plain (one row per step: packing loses there)
     assert type(fast.decoder_layers[0].self_attn.qkv_proj) is nn.Linear
     assert not any(isinstance(m, packing.PackedLinear) for m in ref.modules())
-    assert for_inference(ref, "fp32", pack=False) is ref
+    plain = for_inference(ref, "fp32", pack=False)  # the same weights, decoding the fast way
+    assert plain is not ref and plain.generator.weight is ref.generator.weight
+    assert type(ref).__name__ == "Transformer"  # the model given is left as it was
 
 
 @pytest.mark.parametrize("tie", [True, False])
@@ -107,4 +109,6 @@ def test_a_torch_whose_packing_fails_falls_back_to_the_plain_layers(
 
     monkeypatch.setattr(packing, "pack_model", broken)
     ref = _model()
-    assert for_inference(ref, "fp32") is ref  # the same numbers, unpacked
+    fast = for_inference(ref, "fp32")  # the same numbers, unpacked: the model's own weights
+    assert fast.generator.weight is ref.generator.weight
+    assert not any(isinstance(m, packing.PackedLinear) for m in fast.modules())

@@ -88,16 +88,14 @@ def test_bf16_warns_only_where_the_cpu_would_emulate_it(
 
 
 def test_int8_keeps_each_projection_weight_once() -> None:
-    """Self-attention keeps the fused Q/K/V weight, cross-attention only its split Q and K/V
-    (it used to keep both layouts everywhere: 17.6 MB for the shipped model, now 15.8)."""
-    from attenzione.model.fast.precision import _SplitCrossAttention
-
+    """Self-attention keeps one stacked Q/K/V weight, cross-attention a Q weight and a stacked
+    K/V one (model/fast/attention.py's InferenceAttention): no weight is kept twice (it used
+    to be, in both layouts: 17.6 MB for the shipped model, now 15.8)."""
     q = quantize_int8(_model(True))
-    for layer in q.encoder_layers:
-        assert hasattr(layer.self_attn, "qkv_proj") and not hasattr(layer.self_attn, "q_only")
+    for layer in [*q.encoder_layers, *q.decoder_layers]:
+        names = {name for name, _ in layer.self_attn.named_children()}
+        assert "qkv_proj" in names and not names & {"q_proj", "k_proj", "v_proj"}
     for layer in q.decoder_layers:
-        assert hasattr(layer.self_attn, "qkv_proj") and not hasattr(layer.self_attn, "kv_only")
-        assert isinstance(layer.cross_attn, _SplitCrossAttention)
-        assert not hasattr(layer.cross_attn, "qkv_proj")
-    names = [name for name, _ in q.named_modules()]
-    assert not any(n.endswith("cross_attn.qkv_proj") for n in names)
+        names = {name for name, _ in layer.cross_attn.named_children()}
+        assert {"q_proj", "kv_proj"} <= names and not names & {"k_proj", "v_proj"}
+    assert not any(n.endswith("cross_attn.qkv_proj") for n, _ in q.named_modules())

@@ -20,6 +20,7 @@ from attenzione.training.schedule import cooldown_factor, inverse_sqrt_lr
 from attenzione.training.trainer import train
 from attenzione.translator.model_dir import find_model_dir, load_model, write_model_dir
 from attenzione.translator.translator import Translator
+from serve_helpers import free_port
 from toy_corpus import toy_train_config, write_toy_corpus
 
 QUIET = {"log": lambda *a, **k: None}
@@ -331,7 +332,7 @@ def test_torchrun_two_processes(corpus: Path, tmp_path: Path) -> None:
         "--nproc_per_node",
         "2",
         "--master_port",
-        "29517",
+        str(free_port()),  # a fixed port fails when another run of the suite holds it
         "-m",
         "attenzione",
         "train",

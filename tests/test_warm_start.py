@@ -277,7 +277,11 @@ def test_a_grown_model_computes_exactly_what_the_old_one_did(norm: str) -> None:
     layer = new.encoder_layers[1]
     for zeroed in (layer.self_attn.out_proj.weight, layer.ffn.linear2.weight):
         assert zeroed.grad is not None and zeroed.grad.abs().sum() > 0
-    for fed in (layer.self_attn.qkv_proj.weight, layer.ffn.linear1.weight):
+    for fed in (
+        layer.self_attn.q_proj.weight,
+        layer.self_attn.v_proj.weight,
+        layer.ffn.linear1.weight,
+    ):
         assert fed.grad is not None and fed.grad.abs().sum() == 0
     # so do an old layer's new hidden units: their zero output weights move first
     widened = new.encoder_layers[0].ffn

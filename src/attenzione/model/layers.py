@@ -21,7 +21,8 @@ LayerNorm's ε is the config's ``layer_norm_eps`` (1e-5, torch's and transformer
 Attention weights, when requested, are returned upward — never stored on ``self`` — as an
 :class:`~attenzione.model.attention.AttentionRecord` holding the weights, the q/k/v they came from
 and the mask that was applied. The layers call the projections explicitly (rather than through
-``MultiHeadAttention.forward``) precisely so these tensors are at hand to return.
+``MultiHeadAttention.forward``) so these tensors are at hand to return, and so the decoder can
+append its new keys and values to the cache between projecting and attending.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from torch import Tensor, nn
 from attenzione.config import ModelConfig
 from attenzione.model.attention import AttentionRecord, MultiHeadAttention
 from attenzione.model.cache import KVCache
-from attenzione.model.dropout import dropout
 
 # the FFN's nonlinearity by its ModelConfig.activation name
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -54,14 +54,12 @@ class FeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = dropout
+        self.dropout = nn.Dropout(dropout)
         self.activation = activation
         self.act = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.act(self.linear1(x))  # (B,L,F)
-        if self.training and self.dropout > 0:  # no call at all at inference
-            h = dropout(h, self.dropout)
+        h = self.dropout(self.act(self.linear1(x)))  # (B,L,F)
         out: Tensor = self.linear2(h)
         return out
 
@@ -72,7 +70,7 @@ class _Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, pre_norm: bool, eps: float = 1e-5) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = dropout
+        self.dropout = nn.Dropout(dropout)
         self.pre_norm = pre_norm
 
     def inner(self, x: Tensor) -> Tensor:
@@ -82,9 +80,7 @@ class _Residual(nn.Module):
 
     def outer(self, x: Tensor, sub: Tensor) -> Tensor:
         """Combine the input with the sub-layer's output ``sub``."""
-        if self.training and self.dropout > 0:
-            sub = dropout(sub, self.dropout)
-        y = x + sub
+        y = x + self.dropout(sub)
         out: Tensor = y if self.pre_norm else self.norm(y)
         return out
 
@@ -147,9 +143,10 @@ class DecoderLayer(nn.Module):
         Args:
             x: (B,T,D) target states (T new positions when a cache is given).
             memory: (B,S,D) encoder output; unused when ``cache`` holds the cross K/V.
-            self_mask: bool mask for self-attention, broadcastable to (B,1,T,T_total). None
-                means causal alone (right-padded targets need no more: a real query never
-                reaches a padded key that comes after it).
+            self_mask: bool mask for self-attention, broadcastable to (B,1,T,T_total): the
+                causal one of :mod:`attenzione.model.masks` (right-padded targets need no more:
+                a real query never reaches a padded key that comes after it); None: none (one
+                new position on a cache may attend to every key).
             memory_mask: (B,1,1,S) or (B,1,T,S) bool for cross-attention.
             cache: K/V cache; when given, new K/V are appended and cached ones reused.
 
@@ -163,9 +160,7 @@ class DecoderLayer(nn.Module):
         q, k, v = attn.project_qkv(h)  # 3 × (B,H,T,Dh)
         if cache is not None:
             k, v = cache.append(layer_index, k, v)  # (B,H,T_total,Dh)
-        a, self_w = attn.attend(
-            q, k, v, self_mask, need_weights=need_weights, is_causal=self_mask is None
-        )
+        a, self_w = attn.attend(q, k, v, self_mask, need_weights=need_weights)
         x = self.res_self.outer(x, a)
 
         # 2) cross-attention: queries from the target, keys/values from the encoder memory

@@ -33,7 +33,6 @@ from attenzione.config import ModelConfig
 from attenzione.model import masks as M
 from attenzione.model.attention import AttentionRecord
 from attenzione.model.cache import KVCache, LayerCache
-from attenzione.model.dropout import dropout
 from attenzione.model.embeddings import TokenEmbedding
 from attenzione.model.layers import DecoderLayer, EncoderLayer
 from attenzione.model.positional import make_positions
@@ -63,9 +62,9 @@ class EncoderOutput:
 @dataclass
 class DecoderOutput:
     """logits (B,T,V); the cache (if any); per layer self and cross records (on request);
-    the masks applied: self_mask (None = causality alone) and cross_mask (None = no padding;
-    with a cache, the cache's ``memory_mask``, which an inference cache keeps one row a
-    sentence rather than one a hypothesis)."""
+    the masks applied: self_mask (None: none, one new position on a cache) and cross_mask
+    (None = no padding; with a cache, the cache's ``memory_mask``, which an inference cache
+    keeps one row a sentence rather than one a hypothesis)."""
 
     logits: Tensor
     cache: KVCache | None = None
@@ -144,15 +143,14 @@ class Transformer(nn.Module):
             nn.init.normal_(self.generator.weight, std=cfg.d_model**-0.5)
         if self.generator.bias is not None:
             nn.init.zeros_(self.generator.bias)
-        self.dropout = cfg.dropout  # on embeddings + positions, in training
+        self.embed_dropout = nn.Dropout(cfg.dropout)  # on embeddings + positions, in training
 
     # ------------------------------------------------------------------ embeddings
     def _embed(self, embed: TokenEmbedding, ids: Tensor, offset: int = 0) -> Tensor:
         """(B,L) ids → (B,L,D): scaled token vectors + positions offset..offset+L-1."""
         x = embed(ids) + self.positions(ids.shape[1], offset)  # (B,L,D) + (L,D)
-        if not self.training:
-            return x
-        return dropout(x, self.dropout)
+        out: Tensor = self.embed_dropout(x)
+        return out
 
     # ------------------------------------------------------------------ encoder
     def encode(self, src_ids: Tensor, *, need_weights: bool = False) -> EncoderOutput:
@@ -207,13 +205,15 @@ class Transformer(nn.Module):
         """
         cfg = self.config
         offset = 0 if cache is None else cache.length
+        t = tgt_ids.shape[1]
         if cache is not None:
             memory_mask = cache.memory_mask
         if memory_mask is None:
             raise ValueError("decode needs memory_mask (or a cache that carries it)")
-        self_mask: Tensor | None = None  # causal alone: exact for right-padded targets
+        # causality: exact for right-padded targets (a real query never reaches a padded key
+        # after it); one new position on a cache may attend to every key, and needs no mask
+        self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device) if t > 1 else None
         cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
-        t = tgt_ids.shape[1]
         if need_weights:
             # The full masks, so a padded query's row is drawn empty, not as noise. A start
             # token that is the padding token (Marian's) is real all the same: it is the first
@@ -227,8 +227,6 @@ class Transformer(nn.Module):
                 cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id, start=start)
             else:  # the new tokens are real: the cache's source mask is the whole story
                 cross_mask = memory_mask
-        elif cache is not None and t > 1:
-            self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
         x = self._embed(self.tgt_embed, tgt_ids, offset)
         self_recs: list[AttentionRecord] = []
         cross_recs: list[AttentionRecord] = []

@@ -38,6 +38,7 @@ from attenzione.config import TrainConfig
 from attenzione.data import TokenBudgetSampler, collate
 from attenzione.data.attribution import run_attribution
 from attenzione.data.mixing import CorpusSpec, split_tag
+from attenzione.model.fast.attention import for_training
 from attenzione.model.fast.precision import bf16_warning
 from attenzione.threads import apply_threads
 from attenzione.training import report
@@ -131,6 +132,9 @@ class Trainer:
             report.save_init(self.run_dir, init)
         # what the run started from, for info.json (kept in the run, so --resume has it too)
         self.init = report.load_init(self.run_dir)
+        # the fused attention kernel and the fast dropout, once every layer is in place (a
+        # warm start may add layers): modules replaced, the same parameters (model/fast/)
+        for_training(self.model)
         self.model.to(self.device)
         if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
             self.data.notes.append(f"--bf16: {bf16_note}")

@@ -142,10 +142,9 @@ def marian_weights(model: Transformer, position_rows: int) -> MarianWeights:
     out: dict[str, Tensor] = {}
 
     def attention(ours: str, theirs: str) -> None:
-        qkv_w, qkv_b = reads(f"{ours}.qkv_proj.weight"), take(f"{ours}.qkv_proj.bias")
-        for part, w, b in zip("qkv", qkv_w.chunk(3), qkv_b.chunk(3), strict=True):
-            out[f"{theirs}.{part}_proj.weight"] = w.contiguous()  # (H·Dh, D)
-            out[f"{theirs}.{part}_proj.bias"] = b.contiguous()
+        for part in "qkv":
+            out[f"{theirs}.{part}_proj.weight"] = reads(f"{ours}.{part}_proj.weight")  # (H·Dh, D)
+            out[f"{theirs}.{part}_proj.bias"] = take(f"{ours}.{part}_proj.bias")
         out[f"{theirs}.out_proj.weight"] = writes(f"{ours}.out_proj.weight")  # (D, H·Dh)
         out[f"{theirs}.out_proj.bias"] = writes(f"{ours}.out_proj.bias")
 

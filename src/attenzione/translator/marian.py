@@ -13,8 +13,8 @@ What differs between the two and how it is carried over, one convention at a tim
 * **Embeddings**: × √d_model only with ``scale_embedding`` (``scale_embeddings``); one matrix
   for the source, the target and the output layer in OPUS-MT's joint vocabulary
   (``share_src_tgt_embeddings`` and ``tie_embeddings``, each read from the config).
-* **Attention**: q, k, v stacked into our one ``qkv_proj`` (rows [Q; K; V]); heads are
-  contiguous slices of d_head in both. Scaling by 1/√d_head, post-norm, LayerNorm ε 1e-5, and
+* **Attention**: ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` under the same names; heads
+  are contiguous slices of d_head in both. Scaling by 1/√d_head, post-norm, LayerNorm ε 1e-5, and
   biases everywhere are the same in both.
 * **Feed-forward**: ``activation_function`` (swish in OPUS-MT) becomes ``activation``.
 * **Output**: ``final_logits_bias`` becomes the output layer's bias (``output_bias``) when it
@@ -354,9 +354,9 @@ def _layer(
     for their_attn, our_attn in attns.items():
         a, b = f"{theirs}{their_attn}.", f"{ours}{our_attn}."
         for kind, shape in shapes.items():
-            parts = [_pop(state, f"{a}{p}_proj.{kind}", where, shape) for p in "qkv"]
-            out[f"{b}qkv_proj.{kind}"] = torch.cat(parts, dim=0)  # rows [Q; K; V]
-            out[f"{b}out_proj.{kind}"] = _pop(state, f"{a}out_proj.{kind}", where, shape)
+            for part in ("q", "k", "v", "out"):
+                name = f"{part}_proj.{kind}"
+                out[f"{b}{name}"] = _pop(state, f"{a}{name}", where, shape)
     ffn = {"weight": ((d_ff, d), (d, d_ff)), "bias": ((d_ff,), (d,))}
     for kind, (first, second) in ffn.items():
         out[f"{ours}ffn.linear1.{kind}"] = _pop(state, f"{theirs}fc1.{kind}", where, first)

@@ -50,7 +50,7 @@ def parameter_count(cfg: ModelConfig) -> int:
     multi-terabyte allocation and die with an allocator message instead of a sentence.
     """
     d, inner, f = cfg.d_model, cfg.inner_dim, cfg.d_ff
-    attn = d * 3 * inner + 3 * inner + inner * d + d  # qkv_proj + out_proj (weights, biases)
+    attn = d * 3 * inner + 3 * inner + inner * d + d  # q/k/v_proj + out_proj (weights, biases)
     ffn = d * f + f + f * d + d
     norm = 2 * d
     enc = cfg.n_enc_layers * (attn + ffn + 2 * norm)
@@ -129,8 +129,9 @@ def save_tensors(path: str | Path, tensors: dict[str, Tensor]) -> Path:
 
 
 def load_weights_file(path: str | Path, map_location: str = "cpu") -> dict[str, Tensor]:
-    """The tensors of one weights file; a damaged file, or one whose floating-point tensors
-    hold a NaN or an infinity (:func:`check_finite`), is a ValueError."""
+    """The tensors of one weights file, under the names the model has now
+    (:func:`current_names`); a damaged file, or one whose floating-point tensors hold a NaN or
+    an infinity (:func:`check_finite`), is a ValueError."""
     from safetensors.torch import load_file
 
     try:
@@ -140,7 +141,7 @@ def load_weights_file(path: str | Path, map_location: str = "cpu") -> dict[str, 
     except Exception as exc:  # safetensors raises its own error types for damaged files
         raise ValueError(f"{path} is not a readable safetensors file ({exc})") from None
     check_finite(tensors, str(path))
-    return tensors
+    return current_names(tensors)
 
 
 def check_finite(tensors: dict[str, Tensor], where: str) -> None:
@@ -270,6 +271,27 @@ def read_config(directory: str | Path) -> ModelConfig:
         return ModelConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a valid model config: {exc}") from None
+
+
+# A checkpoint written before the reference split W^Q, W^K, W^V (issue 65) stores them
+# stacked, rows [Q; K; V], as ``….qkv_proj.weight`` / ``.bias``.
+_STACKED = re.compile(r"^(.*\.(?:self_attn|cross_attn))\.qkv_proj\.(weight|bias)$")
+
+
+def current_names(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """``state`` under the names the model has now: the one key map at load. A stacked Q/K/V
+    tensor of an older checkpoint becomes the three it stacks (its rows cut in three), so
+    every saved model and snapshot keeps loading; anything else is as it was."""
+    out: dict[str, Tensor] = {}
+    for name, tensor in state.items():
+        found = _STACKED.match(name)
+        if found is None or tensor.shape[0] % 3:
+            out[name] = tensor
+            continue
+        attn, kind = found.groups()
+        for part, piece in zip("qkv", tensor.chunk(3, dim=0), strict=True):
+            out[f"{attn}.{part}_proj.{kind}"] = piece.contiguous()
+    return out
 
 
 def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transformer:

@@ -1,24 +1,32 @@
 """Decoding for inference: the decoder layer and the Transformer on a
 :class:`~attenzione.model.fast.cache.FastKVCache`, behind the plain classes' interfaces.
 
-:func:`fast_decoding` turns a :class:`~attenzione.model.transformer.Transformer` into a
-:class:`FastTransformer` in place (the same modules and weights, the same numbers up to the
-order of float sums): its :meth:`~FastTransformer.init_cache` gives a
-:class:`~attenzione.model.fast.cache.FastKVCache`, and its decoder layers become
-:class:`FastDecoderLayer`, whose cross-attention takes a sentence's beams together against the
-sentence's one copy of the memory's K/V. :func:`attenzione.model.fast.precision.for_inference`
+:func:`fast_decoding` makes a :class:`FastTransformer` of a
+:class:`~attenzione.model.transformer.Transformer`'s modules by replacing modules, never a
+class (the same weights, the same numbers up to the order of float sums): its attention
+modules stack Q/K/V into one weight (:class:`~attenzione.model.fast.attention.
+InferenceAttention`), its :meth:`~FastTransformer.init_cache` gives a
+:class:`~attenzione.model.fast.cache.FastKVCache`, and its decoder layers are
+:class:`FastDecoderLayer` s, whose cross-attention takes a sentence's beams together against
+the sentence's one copy of the memory's K/V. :func:`attenzione.model.fast.precision.for_inference`
 calls it for every precision, so every model loaded to translate decodes this way.
 """
 
 from __future__ import annotations
 
-from torch import Tensor
+from typing import TypeVar
+
+from torch import Tensor, nn
 
 from attenzione.model.attention import AttentionRecord
 from attenzione.model.cache import KVCache, LayerCache
+from attenzione.model.fast.attention import InferenceAttention, install
 from attenzione.model.fast.cache import FastKVCache
 from attenzione.model.layers import DecoderLayer
 from attenzione.model.transformer import Transformer
+
+M = TypeVar("M", bound=nn.Module)
+L = TypeVar("L", bound=nn.Module)
 
 
 class FastDecoderLayer(DecoderLayer):
@@ -61,7 +69,8 @@ class FastDecoderLayer(DecoderLayer):
 
 class FastTransformer(Transformer):
     """A :class:`Transformer` that decodes on a :class:`FastKVCache` with
-    :class:`FastDecoderLayer` s (made by :func:`fast_decoding`, never constructed)."""
+    :class:`FastDecoderLayer` s and :class:`~attenzione.model.fast.attention.InferenceAttention`
+    (made by :func:`fast_decoding` from a plain one, sharing its modules)."""
 
     def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int = 64) -> KVCache:
         """A cache holding every decoder layer's cross-attention K/V of ``memory`` (B,S,D),
@@ -76,12 +85,43 @@ class FastTransformer(Transformer):
         return FastKVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
 
 
+def _rebuilt(cls: type[M], module: nn.Module) -> M:
+    """An instance of ``cls`` (a subclass of ``module``'s class that adds only methods) holding
+    ``module``'s own submodules, parameters and settings: the modules are shared, not copied,
+    and ``module`` itself is left as it was."""
+    new = cls.__new__(cls)
+    nn.Module.__init__(new)
+    for name, value in vars(module).items():
+        if name in ("_modules", "_parameters", "_buffers"):
+            getattr(new, name).update(value)
+        elif not name.startswith("_"):
+            object.__setattr__(new, name, value)
+    new.train(module.training)
+    return new
+
+
+def _with_inference_attention(layer: L) -> L:
+    """``layer`` (a copy of its own: see :func:`_rebuilt`) with its attention modules made
+    :class:`InferenceAttention` (Q/K/V stacked at load)."""
+    install(layer, lambda name, ref: (
+        InferenceAttention.of_self(ref) if name == "self_attn" else InferenceAttention.of_cross(ref)
+    ))  # fmt: skip
+    return layer
+
+
 def fast_decoding(model: Transformer) -> FastTransformer:
-    """``model`` itself, made to decode the fast way (see the module docstring). In place:
-    only the classes change, every module and weight stays."""
-    for layer in model.decoder_layers:
-        assert isinstance(layer, DecoderLayer)
-        layer.__class__ = FastDecoderLayer
-    model.__class__ = FastTransformer
-    assert isinstance(model, FastTransformer)
-    return model
+    """A :class:`FastTransformer` made of ``model``'s modules (see the module docstring): its
+    layers rebuilt around :class:`InferenceAttention` modules, its decoder layers as
+    :class:`FastDecoderLayer` s. Every other module and weight is shared with ``model``, which
+    is left as it was. A :class:`FastTransformer` is returned as it is."""
+    if isinstance(model, FastTransformer):
+        return model
+    fast = _rebuilt(FastTransformer, model)
+    fast.encoder_layers = nn.ModuleList(
+        _with_inference_attention(_rebuilt(type(layer), layer)) for layer in model.encoder_layers
+    )
+    fast.decoder_layers = nn.ModuleList(
+        _with_inference_attention(_rebuilt(FastDecoderLayer, layer))
+        for layer in model.decoder_layers
+    )
+    return fast

@@ -13,14 +13,14 @@ plain decoder, up to the order of float sums).
 * ``"bf16"`` — the whole model cast to bfloat16 once (not autocast, which would re-cast the
   fp32 weights at every call): half the weight traffic, AVX-512 BF16 matrix multiplies
   where the CPU has them (elsewhere bf16 is emulated and slow: ``native_bf16()`` tells).
-  Attention then takes the ``math`` backend (the fused CPU kernel is slow in bf16).
+  Attention then takes the ``math`` kernel (the fused CPU kernel is slow in bf16).
 * ``"int8"`` — every linear layer replaced by PyTorch's dynamically quantized int8 linear
   (weights int8 per tensor, activations quantized on the fly; fbgemm uses AVX-512 VNNI, or AVX2).
-  Self-attention keeps its fused Q/K/V weight (one multiply per step); cross-attention, which
-  projects queries and keys/values from different inputs, has it split once into a Q part and
-  a K/V part — and only those are kept, so each weight is stored once (the shipped model in
-  int8 holds 15.8 MB, against 17.6 MB with both layouts kept and 30.3 MB in fp32; most of
-  what remains is the fp32 embedding matrix, which dynamic quantization leaves alone).
+  Self-attention has its Q/K/V weights stacked into one (one multiply per step);
+  cross-attention, which projects queries and keys/values from different inputs, has a Q
+  weight and a stacked K/V one (:class:`~attenzione.model.fast.attention.InferenceAttention`)
+  — each weight stored once (the shipped model in int8 holds 15.8 MB, against 30.3 MB in fp32;
+  most of what remains is the fp32 embedding matrix, which dynamic quantization leaves alone).
 
 Both are approximations of the fp32 model; the test suite bounds how far their logits move
 and docs/benchmarks.md reports their BLEU cost on the dev set (``attenzione evaluate --precision``).
@@ -36,41 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attenzione.model.attention import MultiHeadAttention
 from attenzione.model.fast import packing
 from attenzione.model.fast.layers import fast_decoding
 from attenzione.model.transformer import Transformer
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
-
-
-class _SplitCrossAttention(MultiHeadAttention):
-    """Cross-attention with separate Q and K/V linear layers (int8 inference only).
-
-    The fused ``qkv_proj`` is removed: cross-attention never projects Q, K and V from one
-    input, and int8 weights cannot be sliced the way :meth:`MultiHeadAttention.project_q`
-    slices the float ones.
-    """
-
-    q_only: nn.Module
-    kv_only: nn.Module
-
-    def project_q(self, x: Tensor) -> Tensor:
-        """(B,T,D) → (B,H,T,Dh)."""
-        return self._heads(self.q_only(x))
-
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """(B,S,D) → two (B,H,S,Dh)."""
-        k, v = self.kv_only(x).chunk(2, dim=-1)  # (B,S,2·H·Dh) -> 2 × (B,S,H·Dh)
-        return self._heads(k), self._heads(v)
-
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention through a cross-attention module: still exact, two multiplies."""
-        k, v = self.project_kv(x)
-        return self.project_q(x), k, v
-
-    def _slice(self, part: int) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - guard
-        raise RuntimeError("an int8 cross-attention has no fused projection weights to slice")
 
 
 def _linear_from(weight: Tensor, bias: Tensor | None) -> nn.Linear:
@@ -83,18 +53,11 @@ def _linear_from(weight: Tensor, bias: Tensor | None) -> nn.Linear:
 
 
 def quantize_int8(model: Transformer) -> Transformer:
-    """An int8 copy of ``model`` for CPU inference (the original is left untouched)."""
-    m = copy.deepcopy(model).float().eval()
-    for layer in m.decoder_layers:
-        module = layer.cross_attn
-        assert isinstance(module, MultiHeadAttention)
-        w = module.qkv_proj.weight.detach()
-        b = None if module.qkv_proj.bias is None else module.qkv_proj.bias.detach()
-        n = module.inner
-        module.q_only = _linear_from(w[:n], None if b is None else b[:n])
-        module.kv_only = _linear_from(w[n:], None if b is None else b[n:])
-        del module.qkv_proj  # each weight once: the split copies replace the fused one
-        module.__class__ = _SplitCrossAttention
+    """An int8 copy of ``model`` for CPU inference, decoding the fast way (the original is left
+    untouched). Its attention is :class:`~attenzione.model.fast.attention.InferenceAttention`
+    before it is quantized, so each projection weight is quantized once, in its stacked
+    layout."""
+    m = fast_decoding(copy.deepcopy(model).float().eval())
     if m.config.tie_embeddings:  # the output layer gets its own (quantized) copy
         gen = m.generator
         bias = None if gen.bias is None else gen.bias.detach()  # an imported model's bias
@@ -146,8 +109,9 @@ def bf16_warning() -> str | None:
 def for_inference(model: Transformer, precision: str = "fp32", *, pack: bool = True) -> Transformer:
     """The model to decode with at ``precision``, decoding the fast way at every precision
     (:func:`~attenzione.model.fast.layers.fast_decoding`: a reused-buffer K/V cache, beams
-    grouped in cross-attention). fp32: a copy with packed linear layers on a CPU with oneDNN
-    (``pack=False``, or elsewhere: ``model`` itself, in eval mode); bf16, int8: a copy."""
+    grouped in cross-attention, Q/K/V stacked). fp32: a copy with packed linear layers on a CPU
+    with oneDNN (``pack=False``, or elsewhere: a model sharing ``model``'s weights, in eval
+    mode); bf16, int8: a copy. ``model`` itself is left as it was."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision == "bf16" and (note := bf16_warning()) is not None:
@@ -156,14 +120,14 @@ def for_inference(model: Transformer, precision: str = "fp32", *, pack: bool = T
         on_cpu = all(p.device.type == "cpu" for p in model.parameters())
         if pack and on_cpu and packing.available():
             try:
-                packed: Transformer = packing.pack_model(model)
-                return fast_decoding(packed)
+                packed: Transformer = packing.pack_model(fast_decoding(model))
+                return packed
             except (RuntimeError, TypeError):  # a torch whose oneDNN ops differ: the plain
                 pass  # layout computes the same numbers, only slower
         return fast_decoding(model.float().eval())
     if precision == "bf16":
         return fast_decoding(copy.deepcopy(model).to(torch.bfloat16).eval())
-    return fast_decoding(quantize_int8(model))
+    return quantize_int8(model)
 
 
 def logits_difference(a: Transformer, b: Transformer, src: Tensor, tgt: Tensor) -> float:

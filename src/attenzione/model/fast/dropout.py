@@ -1,6 +1,7 @@
-"""Dropout, written out: keep each value with probability 1 − p and scale the kept ones by
-1/(1 − p), so a value's expectation is the same in training as at inference (where nothing is
-dropped and nothing rescaled: the callers skip this function outside training).
+"""A faster dropout for training: keep each value with probability 1 − p and scale the kept
+ones by 1/(1 − p), as ``nn.Dropout`` does, with the mask drawn as ``rand() >= p``. The
+reference model uses ``nn.Dropout``; :func:`attenzione.model.fast.attention.for_training`
+puts :class:`FastDropout` in its place (the trainer calls it).
 
 Why not ``torch.nn.functional.dropout``: torch's CPU kernel draws its mask through
 ``bernoulli_``, about three times slower than ``rand() >= p`` at our shapes. With 22 dropouts
@@ -12,7 +13,7 @@ differ.
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 
 def dropout(x: Tensor, p: float) -> Tensor:
@@ -27,3 +28,10 @@ def dropout(x: Tensor, p: float) -> Tensor:
         return x * 0.0
     keep = (torch.rand(x.shape, device=x.device) >= p).to(x.dtype)
     return x * keep.mul_(1.0 / (1.0 - p))
+
+
+class FastDropout(nn.Dropout):
+    """``nn.Dropout`` drawing its mask with :func:`dropout`; nothing at all outside training."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p) if self.training else x

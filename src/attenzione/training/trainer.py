@@ -22,51 +22,64 @@ live on ``--device`` (CPU, or the local rank's GPU with NCCL).
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from attenzione.config import TrainConfig
-from attenzione.data import TokenBudgetSampler, collate
-from attenzione.data.attribution import run_attribution
-from attenzione.data.mixing import CorpusSpec, split_tag
+from attenzione.data import collate
+from attenzione.data.mixing import split_tag
 from attenzione.model.fast.attention import for_training
-from attenzione.model.fast.precision import bf16_warning
 from attenzione.threads import apply_threads
 from attenzione.training import report
 from attenzione.training.dev_eval import evaluate
+from attenzione.training.model_setup import (
+    build_model,
+    check_start_points,
+    make_optimizer,
+    restore,
+    start_weights,
+    trainable,
+    wrap_ddp,
+)
 from attenzione.training.presets import get_preset
-from attenzione.training.run_state import MetricsLog, Progress, restore_rng, training_state
+from attenzione.training.run_state import MetricsLog, training_state
 from attenzione.training.schedule import cooldown_factor, inverse_sqrt_lr
 from attenzione.training.setup import (
-    build_model,
+    attribution,
+    check_cooldown,
+    continued_config,
     dist_info,
     find_resume,
     graceful_signals,
-    model_shape,
-    own_shape,
+    log_notes,
+    make_sampler,
     prepare_data,
     process_group,
-    resumed_config,
+    run_directory,
     scaled_sizes,
+    seed_generators,
+    with_held_out,
 )
 from attenzione.training.step import MetricsWindow, resolve_device, train_step
-from attenzione.training.warm_start import check_init_dir, warm_start
 from attenzione.translator import model_dir
 
 LOG_EVERY = 50  # steps between train-loss records
 
 
 class Trainer:
-    """Runs (or resumes) the training described by a :class:`TrainConfig`."""
+    """Runs (or resumes) the training described by a :class:`TrainConfig`.
+
+    Constructing one sets the run up, one call per step in ``__init__`` (the steps are
+    :mod:`~attenzione.training.setup`'s and :mod:`~attenzione.training.model_setup`'s): what
+    can be checked without the data is checked first, then the generators are seeded, the
+    data prepared, the model built and started, its optimizer made (or restored) and, under
+    ``torchrun``, the model wrapped in DDP. :meth:`train` is the loop.
+    """
 
     def __init__(
         self,
@@ -80,102 +93,48 @@ class Trainer:
         self.budget_used = 0.0  # the part of the budget spent (0…1), for the cool-down
         self.rank, self.world = dist_info()
         self.log = log if self.rank == 0 else (lambda *a, **k: None)
-        self.run_dir = Path(cfg.out)
-        if self.run_dir.exists() and not self.run_dir.is_dir():
-            raise NotADirectoryError(f"--out {self.run_dir} is a file, not a run directory")
+        self.run_dir = run_directory(cfg.out)
         self.metrics = MetricsLog(self.run_dir)
         self.resume_from = find_resume(self.run_dir, resume)
-        if self.resume_from is not None:
-            saved = TrainConfig.load(self.resume_from / model_dir.TRAIN_CONFIG_NAME)
-            cfg, ignored = resumed_config(cfg, saved, explicit)
-            if ignored:
-                self.log("--resume keeps the run's settings: " + ", ".join(ignored))
-        self.cfg = cfg
-        if cfg.cooldown > 0:  # before the data work, which may take minutes
-            if cfg.max_steps is None and cfg.max_minutes is None:
-                raise ValueError("--cooldown needs --max-steps or --max-minutes to count down")
-            if cfg.epochs is not None or cfg.patience:
-                self.log(
-                    "note: the cool-down counts down --max-steps/--max-minutes; a run that "
-                    "--epochs or --patience ends first stops before the rate is down"
-                )
+        self.cfg = cfg = continued_config(cfg, self.resume_from, explicit, self.log)
+        resumed = self.resume_from is not None
+        # what can fail fails now, before the data work, which may take minutes
+        check_cooldown(cfg, self.log)
         self.device = resolve_device(cfg.device)
         # None: what the machine can spare (attenzione.threads), not one thread per core
         apply_threads(cfg.num_threads)
         self.preset = get_preset(cfg.preset)
-        warm = bool(cfg.init_from) and self.resume_from is None  # a resumed run has its weights
-        self.grow = set(own_shape(cfg))  # a warm start may grow the model to these
-        if warm:  # a wrong path or shape fails now, not after the data work
-            shape = model_shape(cfg, self.preset)
-            if self.preset.tokenizer == "glove-word":
-                shape["d_model"] = None  # the GloVe file's width: checked once the model is built
-            check_init_dir(str(cfg.init_from), shape, self.grow)
-        if cfg.tokenizers_from and self.resume_from is None:
-            model_dir.load_tokenizers(cfg.tokenizers_from)  # fails now, not after the data work
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
+        check_start_points(cfg, self.preset, resumed=resumed)
+        seed_generators(cfg.seed)
         # held-out sizes the user did not give follow the corpus (a small one still trains)
-        scaled = scaled_sizes(cfg, explicit) if self.resume_from is None else frozenset()
+        scaled = frozenset() if resumed else scaled_sizes(cfg, explicit)
         self.data = prepare_data(cfg, self.preset, self.run_dir, self.rank, self.world, scaled)
-        if self.data.held_out is not None:  # the run's config says what was held out
-            dev_size, test_size = self.data.held_out
-            self.cfg = cfg = replace(cfg, dev_size=dev_size, test_size=test_size)
+        self.cfg = cfg = with_held_out(cfg, self.data)  # the run's config says what was held out
         self.model = build_model(cfg, self.preset, self.data)
-        # under torchrun rank 0 alone loads the start model: DDP gives its weights to the rest
-        if self.resume_from is None and self.rank == 0:
-            init = None  # a cold start
-            if warm:
-                init = warm_start(
-                    self.model, self.data.src_tok, self.data.tgt_tok, str(cfg.init_from), self.grow
-                )
-                self.data.notes.append(f"initialised from {init['model']}: {init['carried_over']}")
-            report.save_init(self.run_dir, init)
         # what the run started from, for info.json (kept in the run, so --resume has it too)
-        self.init = report.load_init(self.run_dir)
+        self.init = start_weights(
+            self.model, cfg, self.data, self.run_dir, rank=self.rank, resumed=resumed
+        )
         # the fused attention kernel and the fast dropout, once every layer is in place (a
         # warm start may add layers): modules replaced, the same parameters (model/fast/)
         for_training(self.model)
         self.model.to(self.device)
-        if cfg.bf16 and (bf16_note := bf16_warning()) is not None:
-            self.data.notes.append(f"--bf16: {bf16_note}")
-        for note in self.data.notes:  # after the model: GloVe coverage is one of them
-            self.log(note)
-        corpora = [cfg.data, *(CorpusSpec.parse(c).path for c in cfg.extra_data)]
-        inherited = (self.init or {}).get("attribution")
-        self.attribution = run_attribution(corpora, cfg.attribution, inherited)
-        self.progress = Progress()
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(
-            self.params, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=cfg.weight_decay
-        )
-        if self.resume_from is not None:
-            self._restore(self.resume_from)
-        self.ddp: nn.Module = self.model
-        if self.world > 1:
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            self.ddp = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
-        self.sampler = TokenBudgetSampler(
-            [(len(s) + 1, len(t) + 1) for s, t in self.data.train_ids],
-            max_tokens=cfg.max_tokens,
-            max_sentences=cfg.max_sentences,
-            seed=cfg.seed,
-            num_replicas=self.world,
+        log_notes(cfg, self.data, self.log)
+        self.attribution = attribution(cfg, self.init)
+        self.params = trainable(self.model)
+        self.optimizer = make_optimizer(self.params, cfg)
+        # step 0, or where the checkpoint left off (weights, optimizer moments, RNG states)
+        self.progress = restore(
+            self.resume_from,
+            self.model,
+            self.optimizer,
+            self.device,
+            metrics=self.metrics,
             rank=self.rank,
+            log=self.log,
         )
-
-    # ------------------------------------------------------------------ resuming
-    def _restore(self, ckpt: Path) -> None:
-        loaded = model_dir.load_model(ckpt)
-        self.model.load_state_dict(loaded.state_dict())
-        state = model_dir.load_state(ckpt)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.progress = Progress.from_state(state["progress"])
-        restore_rng(state, self.device)
-        if self.rank == 0:
-            dropped = self.metrics.truncate_after(self.progress.step)
-            if dropped:
-                self.log(f"dropped {dropped} metrics records logged after the checkpoint")
-        self.log(f"resumed {ckpt} at step {self.progress.step} (epoch {self.progress.epoch})")
+        self.ddp = wrap_ddp(self.model, self.world, self.device)
+        self.sampler = make_sampler(self.data, cfg, self.rank, self.world)
 
     # ------------------------------------------------------------------ saving
     def save(self, name: str, *, with_state: bool) -> None:

@@ -31,18 +31,18 @@ def peak_kb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
 
-from attenzione.model.attention import scaled_dot_product_attention as sdpa
+from attenzione.model.fast.attention import scaled_dot_product_attention as sdpa
 backend, s, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
 g = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(1, 4, s, 64, generator=g) for _ in range(3))
 with torch.inference_mode():
-    sdpa(q[:, :, :8], k[:, :, :8], v[:, :, :8], backend=backend)  # load kernels
+    sdpa(q[:, :, :8], k[:, :, :8], v[:, :, :8], kernel=backend)  # load kernels
     before = peak_kb()
     times = []
     for _ in range(3 if s >= 4096 else 7):
         t0 = time.perf_counter()
-        out, _ = sdpa(q, k, v, backend=backend)
+        out, _ = sdpa(q, k, v, kernel=backend)
         times.append(time.perf_counter() - t0)
     peak = peak_kb()
 print(json.dumps({"ms": 1000 * statistics.median(times), "peak_mb": (peak - before) / 1024}))

@@ -6,16 +6,17 @@
 ``encode`` and ``decode`` are separate so that translation runs the encoder once per source
 batch and the decoder once per new token, on a :class:`~attenzione.model.cache.KVCache`.
 ``forward`` is the teacher-forced pass used in training. Attention maps come back in the output
-objects when ``need_weights=True`` (then the reference "math" kernel runs), each as an
+objects when ``need_weights=True``, each as an
 :class:`~attenzione.model.attention.AttentionRecord` (weights, the q/k/v they came from, the mask);
-by default the fused kernel runs and no weights are kept. The outputs also carry the masks the
-model applied, so a viewer draws what the model used instead of rebuilding it.
+otherwise none are kept. (This is the reference: a model loaded to translate, or one in
+training, runs model/fast/'s kernels behind the same interface.) The outputs also carry the
+masks the model applied, so a viewer draws what the model used instead of rebuilding it.
 
 No file I/O here: reading and writing model directories is :mod:`attenzione.translator.model_dir`'s
 job.
 
 Masks (built once per batch, in :mod:`attenzione.model.masks`): the encoder and cross-attention use
-the source key-padding mask (B,1,1,S); decoder self-attention uses causality alone, which is
+the source key-padding mask (B,1,1,S); decoder self-attention uses the causal mask alone, which is
 exact for right-padded targets (a real target token never attends to a padded one, because
 padding only ever comes after it). With ``need_weights=True`` the full masks of
 :mod:`attenzione.model.masks` (padded queries too) are used instead, so a padded query's row is

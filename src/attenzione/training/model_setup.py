@@ -146,7 +146,14 @@ def restore(
     loaded = model_dir.load_model(ckpt)
     model.load_state_dict(loaded.state_dict())
     state = model_dir.load_state(ckpt)
-    optimizer.load_state_dict(state["optimizer"])
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+    except ValueError:  # parameter groups of another size: a run of an older attenzione
+        raise ValueError(
+            f"{ckpt}'s optimizer state is for other parameters (a run saved before W^Q, W^K, "
+            f"W^V were split): its weights load, its moments do not; start a new run from it "
+            f"with --init-from {ckpt}"
+        ) from None
     progress = Progress.from_state(state["progress"])
     restore_rng(state, device)
     if rank == 0:

@@ -42,6 +42,7 @@ from attenzione.model.attention import (
     safe_mask,
 )
 from attenzione.model.fast.dropout import FastDropout
+from attenzione.model.masks import causal_mask
 
 M = TypeVar("M", bound=nn.Module)
 
@@ -49,12 +50,23 @@ KERNELS = ("auto", "math", "fused", "chunked")
 DEFAULT_CHUNK = 256
 
 
+def _is_plain_causal(mask: Tensor | None, tq: int, tk: int) -> bool:
+    """Whether ``mask`` is exactly the (1,1,T,T) causal mask of :func:`masks.causal_mask`
+    (the decoder's in training): SDPA then takes ``is_causal`` instead, its own faster path."""
+    if mask is None or tq != tk or tq < 2 or tuple(mask.shape) != (1, 1, tq, tk):
+        return False
+    return bool(torch.equal(mask, causal_mask(tq, device=mask.device)))
+
+
 def _fused(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
     """torch's SDPA kernel, with empty rows handled as in the reference."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    if _is_plain_causal(mask, q.shape[-2], k.shape[-2]):
+        return F.scaled_dot_product_attention(
+            q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale
+        )
     mask, has_key = safe_mask(mask)
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=1.0 / math.sqrt(q.shape[-1])
-    )
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
     return out if has_key is None else out * has_key
 
 
@@ -124,14 +136,16 @@ def scaled_dot_product_attention(
     kernel: str = "auto",
     dropout_p: float = 0.0,
     chunk_size: int = DEFAULT_CHUNK,
+    dropout: nn.Module | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """softmax(QKᵀ/√d_k) V on the kernel :func:`choose_kernel` picks. Returns (out
     (B,H,Tq,Dv), the weights α (B,H,Tq,Tk) when ``need_weights``, else None). ``dropout_p``
-    (training) is not available with ``"chunked"``."""
+    (training) is not available with ``"chunked"``; ``dropout``: the module the formula drops
+    α with (default: a :class:`FastDropout` of ``dropout_p``)."""
     check_attention_inputs(q, k, v, mask)
     name, _ = choose_kernel(q, need_weights, kernel)
     if name == "math":
-        drop = None if dropout_p <= 0 else nn.Dropout(dropout_p)
+        drop = None if dropout_p <= 0 else (dropout or FastDropout(dropout_p))
         out, weights = attention(q, k, v, mask, drop)
         return out, (weights if need_weights else None)
     if name == "fused":
@@ -167,7 +181,9 @@ class FusedAttention(MultiHeadAttention):
         if need_weights:
             return super().attend(q, k, v, mask, need_weights=True)
         p = self.dropout.p if self.training else 0.0
-        z, _ = scaled_dot_product_attention(q, k, v, mask, kernel=self.kernel, dropout_p=p)
+        z, _ = scaled_dot_product_attention(
+            q, k, v, mask, kernel=self.kernel, dropout_p=p, dropout=self.dropout
+        )
         return self.out_proj(self.merge_heads(z)), None
 
 
@@ -175,8 +191,10 @@ def _stacked(*linears: nn.Linear) -> nn.Linear:
     """One linear layer whose rows are those of ``linears``, one after the other."""
     weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
     biases = [lin.bias for lin in linears]
-    out = nn.Linear(weight.shape[1], weight.shape[0], bias=biases[0] is not None)
-    out = out.to(dtype=weight.dtype, device=weight.device)
+    out = torch.nn.utils.skip_init(  # no random init to throw away (nor a draw from the RNG)
+        nn.Linear, weight.shape[1], weight.shape[0], bias=biases[0] is not None,
+        dtype=weight.dtype, device=weight.device,
+    )  # fmt: skip
     with torch.no_grad():
         out.weight.copy_(weight)
         if out.bias is not None:

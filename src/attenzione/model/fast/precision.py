@@ -111,7 +111,8 @@ def for_inference(model: Transformer, precision: str = "fp32", *, pack: bool = T
     (:func:`~attenzione.model.fast.layers.fast_decoding`: a reused-buffer K/V cache, beams
     grouped in cross-attention, Q/K/V stacked). fp32: a copy with packed linear layers on a CPU
     with oneDNN (``pack=False``, or elsewhere: a model sharing ``model``'s weights, in eval
-    mode); bf16, int8: a copy. ``model`` itself is left as it was."""
+    mode); bf16, int8: a copy. ``model``'s own modules stay as they were (it is put in
+    eval mode)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision == "bf16" and (note := bf16_warning()) is not None:

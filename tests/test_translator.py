@@ -91,7 +91,11 @@ def test_save_and_load_give_identical_translations(
     again = Translator.from_pretrained(saved)
     texts = ["the red cat is here", "the dog is there today"]
     search = search_config(3, 2)
-    assert again.translate(texts, search=search) == translator.translate(texts, search=search)
+    # the loaded model runs model/fast's kernels, the one made here the reference: the same
+    # texts and ids, scores to a tolerance
+    assert_same_results(
+        again.translate(texts, search=search), translator.translate(texts, search=search)
+    )
     assert again.pipeline.names == translator.pipeline.names == ALL_STEPS
     assert again.terms == translator.terms
     assert again.max_src_tokens == translator.max_src_tokens == 12
@@ -381,12 +385,17 @@ def test_the_pipeline_recorded_in_info_json_is_the_default(
     assert fewer.terms == Terms(number_coverage=0.0)
     lines = ["THE CAT IS HERE 😊", "the cat 2020 is here"]
     search = SHORT
-    assert fewer.translate(lines, search=search) == tr.translate(
-        lines, search=search, steps=["normalize", "carry"], terms=Terms(number_coverage=0.0)
+    # loaded (model/fast's kernels) against made here (the reference): scores to a tolerance
+    assert_same_results(
+        fewer.translate(lines, search=search),
+        tr.translate(
+            lines, search=search, steps=["normalize", "carry"], terms=Terms(number_coverage=0.0)
+        ),
     )
     # the caller's choice still wins
-    assert fewer.translate(lines, search=search, steps=ALL_STEPS) == tr.translate(
-        lines, search=search, terms=Terms(number_coverage=0.0)
+    assert_same_results(
+        fewer.translate(lines, search=search, steps=ALL_STEPS),
+        tr.translate(lines, search=search, terms=Terms(number_coverage=0.0)),
     )
     # saved again, the record travels with the model
     fewer.save_pretrained(tmp_path / "again")

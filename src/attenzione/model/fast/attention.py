@@ -155,6 +155,21 @@ def scaled_dot_product_attention(
     return _chunked(q, k, v, mask, chunk_size), None
 
 
+def rebuilt(cls: type[M], module: nn.Module) -> M:
+    """An instance of ``cls`` (a subclass of ``module``'s class that adds only methods) holding
+    ``module``'s own submodules, parameters and settings: the modules are shared, not copied,
+    and ``module`` itself is left as it was."""
+    new = cls.__new__(cls)
+    nn.Module.__init__(new)
+    for name, value in vars(module).items():
+        if name in ("_modules", "_parameters", "_buffers"):
+            getattr(new, name).update(value)
+        elif not name.startswith("_"):
+            object.__setattr__(new, name, value)
+    new.train(module.training)
+    return new
+
+
 class FusedAttention(MultiHeadAttention):
     """:class:`MultiHeadAttention` whose :meth:`attend` runs the kernel :func:`choose_kernel`
     picks; the formula where the weights are asked for. Made from a reference module
@@ -164,15 +179,7 @@ class FusedAttention(MultiHeadAttention):
 
     @classmethod
     def of(cls, ref: MultiHeadAttention) -> FusedAttention:
-        new = cls.__new__(cls)
-        nn.Module.__init__(new)
-        new.d_model, new.n_heads, new.d_head, new.inner = (
-            ref.d_model, ref.n_heads, ref.d_head, ref.inner,
-        )  # fmt: skip
-        new.q_proj, new.k_proj, new.v_proj = ref.q_proj, ref.k_proj, ref.v_proj
-        new.out_proj, new.dropout = ref.out_proj, ref.dropout
-        new.train(ref.training)
-        return new
+        return rebuilt(cls, ref)
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weights: bool = False
@@ -187,7 +194,7 @@ class FusedAttention(MultiHeadAttention):
         return self.out_proj(self.merge_heads(z)), None
 
 
-def _stacked(*linears: nn.Linear) -> nn.Linear:
+def stacked(*linears: nn.Linear) -> nn.Linear:
     """One linear layer whose rows are those of ``linears``, one after the other."""
     weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
     biases = [lin.bias for lin in linears]
@@ -218,7 +225,7 @@ class InferenceAttention(FusedAttention):
         """Self-attention: one multiply for Q, K and V."""
         new = cls.of(ref)
         assert isinstance(new, InferenceAttention)
-        new.qkv_proj = _stacked(ref.q_proj, ref.k_proj, ref.v_proj)
+        new.qkv_proj = stacked(ref.q_proj, ref.k_proj, ref.v_proj)
         new.kv_proj = nn.Identity()  # unused: keys and values come with the queries
         del new.q_proj, new.k_proj, new.v_proj
         new._register_state_dict_hook(_as_reference)
@@ -230,7 +237,7 @@ class InferenceAttention(FusedAttention):
         new = cls.of(ref)
         assert isinstance(new, InferenceAttention)
         new.qkv_proj = None
-        new.kv_proj = _stacked(ref.k_proj, ref.v_proj)
+        new.kv_proj = stacked(ref.k_proj, ref.v_proj)
         del new.k_proj, new.v_proj
         new._register_state_dict_hook(_as_reference)
         return new

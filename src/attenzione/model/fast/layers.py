@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from attenzione.model.attention import AttentionRecord
 from attenzione.model.cache import KVCache, LayerCache
-from attenzione.model.fast.attention import InferenceAttention, install
+from attenzione.model.fast.attention import InferenceAttention, install, rebuilt
 from attenzione.model.fast.cache import FastKVCache
 from attenzione.model.layers import DecoderLayer
 from attenzione.model.transformer import Transformer
@@ -84,25 +84,10 @@ class FastTransformer(Transformer):
         return FastKVCache(layers=layers, memory_mask=memory_mask, capacity=capacity)
 
 
-def _rebuilt(cls: type[M], module: nn.Module) -> M:
-    """An instance of ``cls`` (a subclass of ``module``'s class that adds only methods) holding
-    ``module``'s own submodules, parameters and settings: the modules are shared, not copied,
-    and ``module`` itself is left as it was."""
-    new = cls.__new__(cls)
-    nn.Module.__init__(new)
-    for name, value in vars(module).items():
-        if name in ("_modules", "_parameters", "_buffers"):
-            getattr(new, name).update(value)
-        elif not name.startswith("_"):
-            object.__setattr__(new, name, value)
-    new.train(module.training)
-    return new
-
-
 def _inference_copy(module: nn.Module) -> nn.Module:
-    """``module`` for inference: a shell of its own (:func:`_rebuilt`) wherever a dropout lies
-    below it, each ``nn.Dropout`` an ``nn.Identity`` (at inference it drops nothing, and the
-    call costs a step ~10 µs each); a module with no dropout below is ``module`` itself."""
+    """``module`` for inference: a shell of its own (:func:`rebuilt`) wherever a dropout lies
+    below it, each ``nn.Dropout`` an ``nn.Identity`` (at inference it drops nothing, and its
+    call is not free); a module with no dropout below is ``module`` itself."""
     if isinstance(module, nn.Dropout):
         return nn.Identity()
     if not any(isinstance(m, nn.Dropout) for m in module.modules()):
@@ -112,7 +97,7 @@ def _inference_copy(module: nn.Module) -> nn.Module:
 
 def _shell(cls: type[M], module: nn.Module) -> M:
     """``module`` rebuilt as ``cls``, its children as :func:`_inference_copy` makes them."""
-    new = _rebuilt(cls, module)
+    new = rebuilt(cls, module)
     for name, child in module.named_children():
         new._modules[name] = _inference_copy(child)
     return new

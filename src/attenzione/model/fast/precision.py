@@ -37,19 +37,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attenzione.model.fast import packing
+from attenzione.model.fast.attention import stacked
 from attenzione.model.fast.layers import fast_decoding
 from attenzione.model.transformer import Transformer
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
-
-
-def _linear_from(weight: Tensor, bias: Tensor | None) -> nn.Linear:
-    lin = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
-    with torch.no_grad():
-        lin.weight.copy_(weight)
-        if bias is not None:
-            lin.bias.copy_(bias)
-    return lin
 
 
 def quantize_int8(model: Transformer) -> Transformer:
@@ -59,9 +51,7 @@ def quantize_int8(model: Transformer) -> Transformer:
     layout."""
     m = fast_decoding(copy.deepcopy(model).float().eval())
     if m.config.tie_embeddings:  # the output layer gets its own (quantized) copy
-        gen = m.generator
-        bias = None if gen.bias is None else gen.bias.detach()  # an imported model's bias
-        m.generator = _linear_from(gen.weight.detach().clone(), bias)
+        m.generator = stacked(m.generator)  # a copy of one: its own weight (and bias)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao's deprecation notice about torchao
         from torch.ao.quantization import quantize_dynamic

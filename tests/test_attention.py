@@ -265,7 +265,7 @@ def test_for_training_replaces_modules_and_keeps_every_parameter() -> None:
 
 
 def test_a_checkpoint_with_stacked_qkv_loads_under_the_new_names() -> None:
-    from attenzione.translator.weights import current_names
+    from attenzione.weights import current_names
 
     q, k, v = torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8)
     old = {

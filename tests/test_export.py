@@ -83,7 +83,6 @@ CT2_ONLY: dict[str, tuple[bool, dict[str, Any]]] = {
 CORE: dict[str, tuple[bool, dict[str, Any]]] = {
     "gelu": (True, {"activation": "gelu"}),
     "swish": (False, {"activation": "swish"}),
-    "halves": (True, {"sinusoid_layout": "halves"}),
     "unscaled": (False, {"scale_embeddings": False}),
     "output-bias": (True, {"output_bias": True, "tie_embeddings": True}),
 }

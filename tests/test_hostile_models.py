@@ -239,7 +239,7 @@ def test_our_config_is_checked_before_anything_is_allocated(
 def test_the_memory_guard_counts_the_position_table() -> None:
     """The sinusoids are a buffer, not a parameter, but they take memory all the same."""
     from attenzione.config import ModelConfig
-    from attenzione.translator.weights import memory_needed, parameter_count
+    from attenzione.weights import memory_needed, parameter_count
 
     small = ModelConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=8, d_head=2, max_len=16)
     long = small.replace(max_len=16_000)

@@ -1,7 +1,7 @@
 """Importing a Hugging Face MarianMTModel (OPUS-MT) into our Transformer: transformers' numbers.
 
 The models are built here with transformers (a test extra; the tests are skipped without it),
-saved with ``save_pretrained`` and read back by :mod:`attenzione.translator.marian`, which
+saved with ``save_pretrained`` and read back by :mod:`attenzione.interop.marian`, which
 needs no transformers. The oracle is transformers itself: the same source ids, the same
 decoder input (Marian's starts from ``<pad>``) → logits within 1e-4, at a small shape and at
 OPUS-MT's (d_model 512, 6+6 layers, 8 heads, d_ff 2048, swish; random weights, a small
@@ -23,10 +23,10 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attenzione.config import DecodeConfig  # noqa: E402
+from attenzione.interop import marian  # noqa: E402
 from attenzione.model.fast.precision import for_inference  # noqa: E402
 from attenzione.model.transformer import Transformer  # noqa: E402
 from attenzione.search.decoding import generate  # noqa: E402
-from attenzione.translator import marian  # noqa: E402
 from marian_helpers import hf_tokenizer as _hf_tokenizer  # noqa: E402
 from marian_helpers import import_with_cli  # noqa: E402
 from marian_helpers import marian_model as _marian  # noqa: E402
@@ -85,7 +85,7 @@ def _assert_logits_equal(hf: Any, ours: Transformer, seed: int = 3) -> float:
 
 def test_config_speaks_marian(tmp_path: Path) -> None:
     cfg = marian.load_marian(_save(_marian(), tmp_path / "m")).config
-    assert (cfg.activation, cfg.sinusoid_layout, cfg.scale_embeddings) == ("swish", "halves", True)
+    assert (cfg.activation, cfg.positions, cfg.scale_embeddings) == ("swish", "sinusoidal", True)
     assert cfg.share_src_tgt_embeddings and cfg.tie_embeddings and cfg.output_bias
     assert (cfg.pad_id, cfg.eos_id, cfg.unk_id, cfg.start_id) == (99, 0, 1, 99)
     assert (cfg.n_heads, cfg.d_head, cfg.d_ff, cfg.max_len) == (4, 8, 64, 64)
@@ -98,18 +98,40 @@ def test_logits_equal_transformers(tmp_path: Path, activation: str) -> None:
 
 
 @pytest.mark.parametrize("d_model", [32, 33])
-def test_the_sinusoids_are_marians(d_model: int) -> None:
-    """``sinusoid_layout="halves"`` is transformers' table (odd widths too), and a
-    permutation of the paper's interleaved one."""
+def test_the_sinusoids_are_marians_in_our_order(d_model: int) -> None:
+    """transformers' table (odd widths too) is the paper's interleaved one with its columns
+    in Marian's order (sines first), to the bit: the one permutation the import applies to
+    every tensor that meets the residual stream is exact."""
+    from attenzione.interop.names import marian_order
     from attenzione.model.positional import sinusoidal_table
 
     theirs = transformers.models.marian.modeling_marian.MarianSinusoidalPositionalEmbedding(
         50, d_model
     ).create_weight()
-    halves, paper = sinusoidal_table(50, d_model, "halves"), sinusoidal_table(50, d_model)
-    assert torch.equal(halves, theirs)
-    order = [*range(0, d_model, 2), *range(1, d_model, 2)]  # sines first, then cosines
-    assert torch.allclose(paper[:, order], halves, atol=1e-6)
+    assert torch.equal(sinusoidal_table(50, d_model)[:, marian_order(d_model)], theirs)
+
+
+def test_an_older_import_in_marians_order_still_loads(tmp_path: Path) -> None:
+    """A model directory an earlier version imported kept Marian's order and said so
+    (``sinusoid_layout: "halves"``): it loads into our order and computes what it did."""
+    from attenzione.interop import names
+    from attenzione.translator import model_dir
+
+    hf = _marian(seed=6)
+    ours = marian.load_marian(_save(hf, tmp_path / "hf"))
+    old = tmp_path / "old"
+    model_dir.save_weights(old, ours)
+    order = names.marian_order(ours.config.d_model)
+    state = model_dir.unshared_state(ours, None)
+    # into Marian's order, as the older import saved it
+    model_dir.save_tensors(old / "model.safetensors", names.reorder(state, ours.config, order))
+    config = json.loads((old / "config.json").read_text())
+    (old / "config.json").write_text(json.dumps({**config, "sinusoid_layout": "halves"}))
+    back = model_dir.load_model(old)
+    assert model_dir.read_upgrade(old).changes  # it says what it converted
+    for name, t in ours.state_dict().items():
+        assert torch.equal(back.state_dict()[name], t), name
+    _assert_logits_equal(hf, back)
 
 
 def test_int8_keeps_the_output_bias(tmp_path: Path) -> None:

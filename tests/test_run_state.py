@@ -58,6 +58,26 @@ def test_a_run_written_by_the_earlier_code_resumes(corpus: Path, tmp_path: Path)
     assert json.loads((run / "last" / "info.json").read_text())["step"] == 15
 
 
+def test_a_run_saved_in_marians_sinusoid_order_restarts_from_init(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """A checkpoint whose config still says ``sinusoid_layout: "halves"`` (an import
+    fine-tuned before issue 65) loads converted, but its Adam moments are in the old order:
+    --resume refuses in one line and names --init-from, which works."""
+    run = tmp_path / "halves"
+    train(_cfg(corpus, run, max_steps=2), **QUIET)
+    config = run / "last" / model_dir.CONFIG_NAME
+    config.write_text(json.dumps({**json.loads(config.read_text()), "sinusoid_layout": "halves"}))
+    base = ["train", "--no-progress", "--threads", "1", "--device", "cpu"]
+    res = CliRunner().invoke(app, [*base, "--out", str(run), "--resume", "--max-steps", "3"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "--init-from" in res.output and "Marian's order" in res.output, res.output
+    again = [*base, "--data", str(corpus), "--out", str(tmp_path / "again"), "--preset", "tiny"]
+    again += ["--vocab-size", "48", "--dev-size", "8", "--test-size", "8", "--max-steps", "1"]
+    res = CliRunner().invoke(app, [*again, "--init-from", str(run / "last")])
+    assert res.exit_code == 0, res.output
+
+
 def test_a_resumed_run_does_not_log_a_step_twice(corpus: Path, tmp_path: Path) -> None:
     """A kill after the evaluation of step 20 was logged but before last/ was saved: the
     resumed run evaluates step 20 again, and the log keeps one record of it."""

@@ -25,12 +25,10 @@ NUMBER_FORMATS = ("keep", "comma", "point")
 Positions = Literal["sinusoidal", "learned"]
 NormPlacement = Literal["post", "pre"]
 Activation = Literal["relu", "gelu", "swish"]
-SinusoidLayout = Literal["interleaved", "halves"]
 _CHOICES = {  # the fields with a fixed set of values
     "positions": ("sinusoidal", "learned"),
     "norm": ("post", "pre"),
     "activation": ("relu", "gelu", "swish"),  # the paper's ReLU, GELU (erf), SiLU (OPUS-MT's)
-    "sinusoid_layout": ("interleaved", "halves"),  # sin/cos pairs, or all sines first (Marian's)
 }
 
 _T = TypeVar("_T")
@@ -114,11 +112,13 @@ class ModelConfig(_JsonMixin):
     equals ``d_model`` unless pretrained vectors of another size (GloVe 100 d into a 256-d model,
     say) are used, in which case a learned linear projection maps them to ``d_model``.
 
-    The last fields speak other toolkits' conventions (a Hugging Face ``MarianMTModel`` loads
-    exactly: :mod:`attenzione.translator.marian`), their defaults ours, so older configs read as
-    before: ``scale_embeddings`` (tokens × √d_model), ``output_bias`` (Marian's
-    ``final_logits_bias``), ``decoder_start_id`` (None: ``bos_id``; Marian starts from
-    ``pad_id``, and that first position then counts as real, not as padding).
+    The last fields are architecture other toolkits' models have (a Hugging Face
+    ``MarianMTModel`` imports exactly: :mod:`attenzione.interop.marian`), their defaults ours,
+    so older configs read as before: ``activation``, ``layer_norm_eps``, ``scale_embeddings``
+    (tokens × √d_model), ``output_bias`` (Marian's ``final_logits_bias``), ``decoder_start_id``
+    (None: ``bos_id``; Marian starts from ``pad_id``, and a decoder's first position is real
+    whatever its id). Conventions that are only an order of the same numbers (Marian's
+    sinusoids) are not here: an import converts them (:mod:`attenzione.interop.names`).
     """
 
     src_vocab_size: int
@@ -143,7 +143,6 @@ class ModelConfig(_JsonMixin):
     eos_id: int = 2
     unk_id: int = 3
     activation: Activation = "relu"
-    sinusoid_layout: SinusoidLayout = "interleaved"
     scale_embeddings: bool = True
     output_bias: bool = False
     layer_norm_eps: float = 1e-5

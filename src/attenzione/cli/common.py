@@ -404,8 +404,8 @@ def check_search(directory: Path, search: Any, batch_size: int = 1) -> None:
     it (:meth:`attenzione.translator.request.Request.checked`), one line naming the widest
     beam it allows. A directory without a config is left to the loader."""
     from attenzione.translator.bounds import bounds_for
+    from attenzione.translator.model_dir import read_config
     from attenzione.translator.request import Request
-    from attenzione.translator.weights import read_config
 
     if (directory / "config.json").is_file():
         Request(search=search, batch_size=batch_size).checked(bounds_for(read_config(directory)))

@@ -10,7 +10,7 @@ import typer
 from attenzione.cli.common import check_output_dir, fail, model_path, user_errors
 from attenzione.cli.threads import apply_threads, threads_option
 
-# attenzione.translator.export.FORMATS, spelled out: --help must not import torch
+# the exporters attenzione.interop registers, spelled out: --help must not import torch
 FORMATS = ("huggingface", "ctranslate2")
 PAIR = re.compile(r"([a-z]{2,3})-([a-z]{2,3})")
 

@@ -3,7 +3,7 @@
 The directory it writes is an ordinary attenzione model directory — config, weights,
 tokenizers, ``info.json`` with where the model came from, its pair and its licence — so
 ``translate``, ``evaluate``, ``attention``, ``--explain`` and ``serve`` take it as they take a
-model trained here. The conversion (:mod:`attenzione.translator.marian`) reads the weights
+model trained here. The conversion (:mod:`attenzione.interop.marian`) reads the weights
 without transformers and never runs code from the files.
 """
 
@@ -53,40 +53,25 @@ def import_model(
     with user_errors():
         apply_threads(threads)  # before torch is imported: it sets the wait policy
         check_model_out(out, force=force, keep={"the directory being imported": path})
-        from attenzione.data.marian_tokenizer import MarianVocabTokenizer
-        from attenzione.translator import marian
+        from attenzione import interop
+        from attenzione.interop import hub
         from attenzione.translator.model_dir import write_model_dir
 
         if path.is_dir():
             directory, origin = path, str(path.resolve())
         elif path.exists():
             fail(f"{source} is a file: give the model's directory")
-        elif not marian.HUB_ID.fullmatch(source):
+        elif not hub.HUB_ID.fullmatch(source):
             fail(f"{source}: no such directory (nor a hub id such as Helsinki-NLP/opus-mt-en-de)")
         else:
             typer.echo(f"downloading {source} from the Hugging Face hub …", err=True)
-            directory, origin = marian.download(source), source
-        src_tok = MarianVocabTokenizer.from_hf_dir(directory, side="source")
-        tgt_tok = MarianVocabTokenizer.from_hf_dir(directory, side="target")
-        model = marian.load_marian(directory, unk_id=src_tok.unk_id)
-        cfg = model.config
-        for side, tok in (("source", src_tok), ("target", tgt_tok)):
-            theirs = (tok.pad_id, tok.eos_id, tok.unk_id)
-            if theirs != (cfg.pad_id, cfg.eos_id, cfg.unk_id):
-                fail(
-                    f"{directory}: the {side} vocabulary numbers <pad>, </s>, <unk> {theirs} "
-                    f"but config.json says {(cfg.pad_id, cfg.eos_id, cfg.unk_id)}"
-                )
-        if src_lang is not None and tgt_lang is not None:
-            pair = (src_lang, tgt_lang)
-        else:
-            found = marian.language_pair(directory, origin)
-            if found is None:
-                fail(f"cannot tell which pair {source} translates: give --src-lang and --tgt-lang")
-            pair = found
-        licence = marian.licence(directory)
-        info = marian.import_info(model, origin, pair, licence)
-        write_model_dir(out, model, src_tok, tgt_tok, info=info)
+            directory, origin = hub.download(source), source
+        given = (src_lang, tgt_lang) if src_lang is not None and tgt_lang is not None else None
+        found = interop.load(directory, origin=origin, pair=given)
+        info = found.info
+        pair, licence = (info["source_language"], info["target_language"]), info["licence"]
+        model = found.model
+        write_model_dir(out, model, found.src_tokenizer, found.tgt_tokenizer, info=info)
     typer.echo(
         f"imported {origin} ({pair[0]}→{pair[1]}, {info['parameters']:,} parameters, licence: "
         f"{licence}) into {out}"

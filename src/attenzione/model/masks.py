@@ -30,15 +30,17 @@ import torch
 from torch import Tensor
 
 
-def is_real(ids: Tensor, pad_id: int, *, start: bool = False) -> Tensor:
-    """(B,L) bool, True where the token is not padding.
+def is_real(ids: Tensor, pad_id: int) -> Tensor:
+    """(B,L) bool, True where the token is not padding."""
+    return ids != pad_id
 
-    ``start``: the first column is a decoder's start token, real even when it is ``pad_id``
-    (Marian's decoders start from their padding token).
-    """
-    real = ids != pad_id
-    if start and real.shape[1]:
-        real[:, 0] = True
+
+def target_is_real(tgt_ids: Tensor, pad_id: int) -> Tensor:
+    """(B,T) bool, True where a decoder's input token is not padding. The first column is the
+    start token, which a prefix always begins with: real whatever its id (a decoder may start
+    from its padding token, as Marian's do)."""
+    real = is_real(tgt_ids, pad_id)
+    real[:, :1] = True
     return real
 
 
@@ -50,14 +52,16 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
     return is_real(ids, pad_id)[:, None, None, :]  # (B,L) -> (B,1,1,L)
 
 
-def pairwise_padding_mask(ids: Tensor, pad_id: int, *, start: bool = False) -> Tensor:
+def pairwise_padding_mask(ids: Tensor, pad_id: int) -> Tensor:
     """The encoder mask: (B,S) ids → (B,1,S,S), (i, j) True only when both are real.
 
-    Rows of padded queries are entirely False: attention returns zeros for them. ``start``: as
-    :func:`is_real`.
+    Rows of padded queries are entirely False: attention returns zeros for them.
     """
-    real = is_real(ids, pad_id, start=start)  # (B,S)
-    return (real[:, :, None] & real[:, None, :])[:, None]  # (B,S,1)&(B,1,S) -> (B,1,S,S)
+    return _pairwise(is_real(ids, pad_id))
+
+
+def _pairwise(real: Tensor) -> Tensor:
+    return (real[:, :, None] & real[:, None, :])[:, None]  # (B,L,1)&(B,1,L) -> (B,1,L,L)
 
 
 def causal_mask(size: int, *, offset: int = 0, device: torch.device | str | None = None) -> Tensor:
@@ -71,24 +75,22 @@ def causal_mask(size: int, *, offset: int = 0, device: torch.device | str | None
     return (k_pos <= q_pos)[None, None]  # (size,offset+size) -> (1,1,size,offset+size)
 
 
-def decoder_self_mask(tgt_ids: Tensor, pad_id: int, *, start: bool = False) -> Tensor:
-    """The decoder mask: causal AND both tokens real. (B,T) → (B,1,T,T). ``start``: the first
-    column is the start token, real even when it is ``pad_id`` (:func:`is_real`)."""
+def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
+    """The decoder mask: causal AND both tokens real (:func:`target_is_real`).
+    (B,T) → (B,1,T,T)."""
     t = tgt_ids.shape[1]
-    real = pairwise_padding_mask(tgt_ids, pad_id, start=start)
+    real = _pairwise(target_is_real(tgt_ids, pad_id))
     return causal_mask(t, device=tgt_ids.device) & real
 
 
-def with_real_queries(
-    key_mask: Tensor, query_ids: Tensor, pad_id: int, *, start: bool = False
-) -> Tensor:
+def with_real_queries(key_mask: Tensor, query_ids: Tensor, pad_id: int) -> Tensor:
     """A (B,1,1,S) key mask restricted to real queries: (B,1,T,S), False on padded rows.
 
     This is how the decoder builds the full cross-attention mask from the encoder's key
     mask when the source ids are no longer at hand (only the memory and its mask are).
-    ``start``: the first query is the start token, real even when it is ``pad_id``.
+    The queries are a decoder's input (:func:`target_is_real`).
     """
-    real = is_real(query_ids, pad_id, start=start)  # (B,T)
+    real = target_is_real(query_ids, pad_id)  # (B,T)
     return key_mask & real[:, None, :, None]  # (B,1,1,S)&(B,1,T,1)
 
 

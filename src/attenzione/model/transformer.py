@@ -125,9 +125,7 @@ class Transformer(nn.Module):
             self.tgt_embed = TokenEmbedding(
                 cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id, scale=scale
             )
-        self.positions = make_positions(
-            cfg.positions, cfg.d_model, cfg.max_len, cfg.sinusoid_layout
-        )
+        self.positions = make_positions(cfg.positions, cfg.d_model, cfg.max_len)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_enc_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec_layers))
         pre = cfg.norm == "pre"
@@ -216,16 +214,14 @@ class Transformer(nn.Module):
         self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device) if t > 1 else None
         cross_mask: Tensor | None = memory_mask if cache is None else cache.cross_mask
         if need_weights:
-            # The full masks, so a padded query's row is drawn empty, not as noise. A start
-            # token that is the padding token (Marian's) is real all the same: it is the first
-            # column of a prefix that begins at position 0.
-            start = offset == 0 and cfg.start_id == cfg.pad_id
+            # The full masks, so a padded query's row is drawn empty, not as noise (the first
+            # position is the start token: real whatever its id, masks.target_is_real)
             if offset == 0:
-                self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id, start=start)  # (B,1,T,T)
+                self_mask = M.decoder_self_mask(tgt_ids, cfg.pad_id)  # (B,1,T,T)
             else:  # the cached keys' padding is not at hand; causality is what applies
                 self_mask = M.causal_mask(t, offset=offset, device=tgt_ids.device)
             if cache is None:  # (B,1,T,S)
-                cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id, start=start)
+                cross_mask = M.with_real_queries(memory_mask, tgt_ids, cfg.pad_id)
             else:  # the new tokens are real: the cache's source mask is the whole story
                 cross_mask = memory_mask
         x = self._embed(self.tgt_embed, tgt_ids, offset)

@@ -143,6 +143,12 @@ def restore(
     """
     if ckpt is None:
         return Progress()
+    changed = model_dir.read_upgrade(ckpt).changes
+    if changed:  # the weights convert exactly, the optimizer's moments are in the old order
+        raise ValueError(
+            f"{ckpt} was saved by an older attenzione and loads only converted ({changed[0]}): "
+            f"its optimizer moments cannot follow; start a new run from it with --init-from {ckpt}"
+        )
     loaded = model_dir.load_model(ckpt)
     model.load_state_dict(loaded.state_dict())
     state = model_dir.load_state(ckpt)

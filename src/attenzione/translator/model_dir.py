@@ -17,7 +17,7 @@ training writes as ``last/`` and ``best/``::
     training_state.pt    only in ``last/``: optimizer, progress, RNG states (tensors and
                          plain data, loaded with ``weights_only=True``)
 
-This module and :mod:`attenzione.translator.weights` (the config and the tensor files: weights,
+This module and :mod:`attenzione.weights` (the config and the tensor files: weights,
 snapshots, the memory guard, re-exported here) are the only ones that read or write these
 files. A directory is written whole into a temporary sibling and swapped in by
 :func:`attenzione.atomic.replace_directory`, so a kill at any instant leaves a complete
@@ -27,7 +27,7 @@ disagree with the config or are not finite, a config no machine could hold, a vo
 whose ids the model has no rows for, an ``info.json`` field of the wrong type) into a
 ``ValueError``/``FileNotFoundError`` that names the file — the CLI prints it as one line.
 
-Every file is read through :func:`~attenzione.translator.weights.member`: a symbolic link that
+Every file is read through :func:`~attenzione.weights.member`: a symbolic link that
 leads out of the directory is refused (the directory's own path may be a link), and no error
 quotes what a file holds, only its name and line, so a directory cannot make an error message
 show another file.
@@ -44,31 +44,30 @@ import torch
 
 from attenzione import atomic
 from attenzione.config import ModelConfig
-from attenzione.data.jsonfile import read_json_object
+from attenzione.data.jsonfile import read_json, read_json_object
 from attenzione.data.tokenizers import Tokenizer, load_tokenizer
+from attenzione.interop.legacy import Upgrade, upgrade
 from attenzione.model.transformer import Transformer
 from attenzione.search.lexicon import words_of
 from attenzione.search.shortlist import Shortlist
 from attenzione.translator.registry import DEFAULT_PAIR, PRETRAINED_ROOT
 
-# the config and the tensor files, one at a time: attenzione.translator.weights; the names
+# the config and the tensor files, one at a time: attenzione.weights; the names
 # the rest of the package uses are re-exported here
-from attenzione.translator.weights import CONFIG_NAME as CONFIG_NAME
-from attenzione.translator.weights import SNAPSHOTS as SNAPSHOTS
-from attenzione.translator.weights import WEIGHTS_NAME as WEIGHTS_NAME
-from attenzione.translator.weights import build_model as build_model
-from attenzione.translator.weights import check_state as check_state
-from attenzione.translator.weights import load_model as load_model
-from attenzione.translator.weights import load_pickled, save_tensors
-from attenzione.translator.weights import load_weights_file as load_weights_file
-from attenzione.translator.weights import member as member
-from attenzione.translator.weights import parameter_count as parameter_count
-from attenzione.translator.weights import read_config as read_config
-from attenzione.translator.weights import save_snapshot as save_snapshot
-from attenzione.translator.weights import save_weights as save_weights
-from attenzione.translator.weights import snapshot_path as snapshot_path
-from attenzione.translator.weights import snapshot_steps as snapshot_steps
-from attenzione.translator.weights import unshared_state as unshared_state
+from attenzione.weights import CONFIG_NAME as CONFIG_NAME
+from attenzione.weights import SNAPSHOTS as SNAPSHOTS
+from attenzione.weights import WEIGHTS_NAME as WEIGHTS_NAME
+from attenzione.weights import build_model as build_model
+from attenzione.weights import check_state as check_state
+from attenzione.weights import load_pickled, save_tensors
+from attenzione.weights import load_weights_file as load_weights_file
+from attenzione.weights import member as member
+from attenzione.weights import parameter_count as parameter_count
+from attenzione.weights import save_snapshot as save_snapshot
+from attenzione.weights import save_weights as save_weights
+from attenzione.weights import snapshot_path as snapshot_path
+from attenzione.weights import snapshot_steps as snapshot_steps
+from attenzione.weights import unshared_state as unshared_state
 
 INFO_NAME = "info.json"
 STATE_NAME = "training_state.pt"
@@ -88,6 +87,55 @@ RESUME_FILES = (*MODEL_FILES, STATE_NAME, TRAIN_CONFIG_NAME)
 # Every name write_model_dir may write: replacing a directory replaces these, and keeps the rest
 WRITTEN_NAMES = (CONFIG_NAME, WEIGHTS_NAME, SRC_TOKENIZER, TGT_TOKENIZER, INFO_NAME, STATE_NAME,
                  TRAIN_CONFIG_NAME, WORDS_NAME, TRANSLATED_NAME, SHORTLIST_NAME)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- config and model
+def read_upgrade(directory: str | Path) -> Upgrade:
+    """``directory/config.json`` as the core reads it now, and what its weights need on the way
+    in (an older version's layout: :mod:`attenzione.interop.legacy`); a damaged file is a
+    ValueError."""
+    path = member(directory, CONFIG_NAME)
+    data = read_json(path)  # its errors name the file
+    try:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
+        found = upgrade(data)
+        ModelConfig.from_dict(found.config)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path} is not a valid model config: {exc}") from None
+    return found
+
+
+def read_config(directory: str | Path) -> ModelConfig:
+    """The :class:`ModelConfig` in ``directory/config.json``; a damaged file is a ValueError."""
+    return ModelConfig.from_dict(read_upgrade(directory).config)
+
+
+def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transformer:
+    """Build the model of ``config.json`` and load ``model.safetensors`` into it (a model an
+    older version saved in another layout is brought into today's: :func:`read_upgrade`).
+
+    Never unpickles, never follows a link out of ``directory`` (:func:`member`). Every
+    mismatch between the two files, and a NaN or an infinity in the weights, is reported with
+    the file's name (and the tensor's).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model directory {directory} does not exist")
+    for name in (CONFIG_NAME, WEIGHTS_NAME):
+        if not member(directory, name).is_file():
+            raise FileNotFoundError(f"{directory / name} not found: not a model directory")
+    found = read_upgrade(directory)
+    cfg = ModelConfig.from_dict(found.config)
+    model = build_model(cfg, str(directory / CONFIG_NAME))
+    weights = member(directory, WEIGHTS_NAME)
+    state = load_weights_file(weights, map_location)
+    check_state(model, state, str(weights))
+    state = found.weights(state, cfg)
+    own = model.state_dict()
+    state = {k: v.to(own[k].dtype) for k, v in state.items()}
+    model.load_state_dict(state, strict=False)
+    return model
 
 
 def is_complete(directory: Path, required: tuple[str, ...] = MODEL_FILES) -> bool:

@@ -1,8 +1,9 @@
-"""A network in files: its config (``config.json``) and its tensors (safetensors).
+"""A network in files: its tensors (safetensors), checked, and the model of a config.
 
-The part of :mod:`attenzione.translator.model_dir` that turns a :class:`Transformer` into files
-and back, one file at a time: the weights of a model directory, a run's bare snapshots
-(``RUN/snapshots/step-N.safetensors``) and any other tensor file (the shortlist). Every
+What :mod:`attenzione.translator.model_dir` and the importers (:mod:`attenzione.interop`)
+share to turn a :class:`Transformer` into files and back, one file at a time: the weights of
+a model directory, a run's bare snapshots (``RUN/snapshots/step-N.safetensors``) and any
+other tensor file (the shortlist). Every
 tensor file is safetensors, so loading never unpickles code; a file is written atomically
 (:mod:`attenzione.atomic`). What a *directory* holds besides (tokenizers, ``info.json``, word
 lists, training state), the writer that swaps a whole one in and the search for a complete
@@ -29,7 +30,6 @@ from torch import Tensor, nn
 from attenzione import atomic
 from attenzione.config import ModelConfig
 from attenzione.data.jsonfile import member as member
-from attenzione.data.jsonfile import read_json
 from attenzione.model.transformer import Transformer
 
 CONFIG_NAME = "config.json"
@@ -261,18 +261,6 @@ def save_weights(
     atomic.write_text(directory / CONFIG_NAME, model.config.to_json() + "\n")
 
 
-def read_config(directory: str | Path) -> ModelConfig:
-    """The :class:`ModelConfig` in ``directory/config.json``; a damaged file is a ValueError."""
-    path = member(directory, CONFIG_NAME)
-    data = read_json(path)  # its errors name the file
-    try:
-        if not isinstance(data, dict):
-            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
-        return ModelConfig.from_dict(data)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path} is not a valid model config: {exc}") from None
-
-
 # A checkpoint written before the reference split W^Q, W^K, W^V (issue 65) stores them
 # stacked, rows [Q; K; V], as ``….qkv_proj.weight`` / ``.bias``.
 _STACKED = re.compile(r"^(.*\.(?:self_attn|cross_attn))\.qkv_proj\.(weight|bias)$")
@@ -292,30 +280,6 @@ def current_names(state: dict[str, Tensor]) -> dict[str, Tensor]:
         for part, piece in zip("qkv", tensor.chunk(3, dim=0), strict=True):
             out[f"{attn}.{part}_proj.{kind}"] = piece.contiguous()
     return out
-
-
-def load_model(directory: str | Path, *, map_location: str = "cpu") -> Transformer:
-    """Build the model of ``config.json`` and load ``model.safetensors`` into it.
-
-    Never unpickles, never follows a link out of ``directory`` (:func:`member`). Every
-    mismatch between the two files, and a NaN or an infinity in the weights, is reported with
-    the file's name (and the tensor's).
-    """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise FileNotFoundError(f"model directory {directory} does not exist")
-    for name in (CONFIG_NAME, WEIGHTS_NAME):
-        if not member(directory, name).is_file():
-            raise FileNotFoundError(f"{directory / name} not found: not a model directory")
-    cfg = read_config(directory)
-    model = build_model(cfg, str(directory / CONFIG_NAME))
-    weights = member(directory, WEIGHTS_NAME)
-    state = load_weights_file(weights, map_location)
-    check_state(model, state, str(weights))
-    own = model.state_dict()
-    state = {k: v.to(own[k].dtype) for k, v in state.items()}
-    model.load_state_dict(state, strict=False)
-    return model
 
 
 def check_state(model: nn.Module, state: dict[str, Tensor], where: str) -> None:

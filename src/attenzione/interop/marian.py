@@ -7,12 +7,16 @@ does, to float rounding (logits within 1e-4, the same greedy and beam outputs), 
 
 What differs between the two and how it is carried over, one convention at a time:
 
-* **Positions**: Marian's sinusoids put every sine first, then every cosine
-  (``sinusoid_layout="halves"``). A checkpoint that stores a table other than that sinusoid
-  gets it as learned positions (encoder and decoder must then share it: ours do).
+* **Positions**: Marian's sinusoids put every sine first, then every cosine. The import
+  brings every tensor into our order, sines and cosines interleaved (one permutation of the
+  residual stream, exact: :mod:`~attenzione.interop.names`), so the model is an ordinary one
+  of ours. A checkpoint that stores a table other than that sinusoid gets it as learned
+  positions (encoder and decoder must then share it: ours do).
 * **Embeddings**: × √d_model only with ``scale_embedding`` (``scale_embeddings``); one matrix
   for the source, the target and the output layer in OPUS-MT's joint vocabulary
   (``share_src_tgt_embeddings`` and ``tie_embeddings``, each read from the config).
+* **Names**: every tensor's, in the one table import and export share
+  (:mod:`~attenzione.interop.names`).
 * **Attention**: ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` under the same names; heads
   are contiguous slices of d_head in both. Scaling by 1/√d_head, post-norm, LayerNorm ε 1e-5, and
   biases everywhere are the same in both.
@@ -22,20 +26,22 @@ What differs between the two and how it is carried over, one convention at a tim
 * **Special tokens**: Marian starts decoding from its padding token
   (``decoder_start_id = pad_id``) and has no ``<bos>``: ``bos_id`` names ``<unk>``, a token no
   decoder starts from, which decoding drops as transformers' ``skip_special_tokens`` does.
+  The core needs to know no more: a decoder's first position is its start token, real
+  whatever its id (:mod:`attenzione.model.masks`), and the registered ``start-token``
+  constraint keeps such a decoder from writing ``<pad>``, as OPUS-MT's ``bad_words_ids`` do.
 
 Anything else (unequal encoder and decoder widths, a weight left unused or of another shape or
 type, a size that is not a positive int, a model this machine could not hold) is refused in
 one line, before anything is allocated. Weights come from ``model.safetensors`` (sharded or
 not) or from ``pytorch_model.bin`` through ``torch.load(weights_only=True)``, which reads
 tensors and never runs code. Every file is read through
-:func:`~attenzione.translator.weights.member`: none through a link that leads out of the
+:func:`~attenzione.weights.member`: none through a link that leads out of the
 directory.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +50,13 @@ from torch import Tensor
 
 from attenzione.config import ModelConfig
 from attenzione.data.jsonfile import read_json, read_json_object
+from attenzione.data.marian_tokenizer import MarianVocabTokenizer
+from attenzione.interop import hub, names
+from attenzione.interop.registry import Imported, register_importer
 from attenzione.model.positional import sinusoidal_table
 from attenzione.model.transformer import Transformer
 from attenzione.search.registry import Terms
-from attenzione.translator.weights import (
+from attenzione.weights import (
     build_model,
     check_dtypes,
     check_finite,
@@ -56,10 +65,10 @@ from attenzione.translator.weights import (
     load_pickled,
     member,
 )
-from attenzione.translator.weights import load_weights_file as read_safetensors
+from attenzione.weights import load_weights_file as read_safetensors
 
 HF_CONFIG = "config.json"
-HF_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+HF_WEIGHTS = hub.HF_WEIGHTS
 # What transformers' MarianConfig assumes of a field config.json leaves out
 MARIAN_DEFAULTS: dict[str, Any] = {
     "vocab_size": 58101, "decoder_vocab_size": None, "max_position_embeddings": 1024,
@@ -78,13 +87,6 @@ IDS = ("pad_token_id", "eos_token_id", "decoder_start_token_id")
 # transformers' activation names → ours (ACT2FN: "swish" and "silu" are both SiLU)
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
 GENERIC = ["carry", "split", "inline-tags"]  # the text steps an import gets: any language
-# Per layer: Marian's names → ours (the attention projections are stacked apart)
-ENCODER_NORMS = {"self_attn_layer_norm": "res_attn.norm", "final_layer_norm": "res_ffn.norm"}
-DECODER_NORMS = {
-    "self_attn_layer_norm": "res_self.norm",
-    "encoder_attn_layer_norm": "res_cross.norm",
-    "final_layer_norm": "res_ffn.norm",
-}
 
 
 # ---------------------------------------------------------------------------- files
@@ -173,18 +175,24 @@ def convert(
     where: str = "the checkpoint",
 ) -> tuple[ModelConfig, dict[str, Tensor]]:
     """Our config and state dict (untied names only) for a Marian ``hf`` config (as
-    :func:`read_hf_config` gives it) and its tensors. ``unk_id``: ``<unk>``'s id in the
+    :func:`read_hf_config` gives it) and its tensors, renamed by :mod:`~attenzione.interop.names`'
+    table and brought into our residual-stream order. ``unk_id``: ``<unk>``'s id in the
     vocabulary (None: the smallest id that is neither padding nor ``<eos>``)."""
     cfg = model_config(hf, unk_id=unk_id, where=where)  # its memory checked: nothing built yet
     state = {k.removeprefix("model."): v for k, v in hf_state.items()}
-    d, d_ff, tgt_vocab = cfg.d_model, cfg.d_ff, cfg.tgt_vocab_size
+    d, tgt_vocab = cfg.d_model, cfg.tgt_vocab_size
     shared, tied = cfg.share_src_tgt_embeddings, cfg.tie_embeddings
-    ours: dict[str, Tensor] = {}
+    order = names.marian_order(d)
+    mine = _shapes(cfg)
     positions = _positions(state, cfg.max_len, d, where)
+    ours: dict[str, Tensor] = {}
     if positions is not None:
-        ours["positions.embedding.weight"] = positions
+        ours["positions.embedding.weight"] = names.permute(positions, "reads", torch.argsort(order))
     rows = (cfg.src_vocab_size, tgt_vocab, tgt_vocab, d)
-    src, tgt, out = _embeddings(state, shared, tied, where, rows)
+    src, tgt, out = (
+        names.permute(t, "reads", torch.argsort(order))
+        for t in _embeddings(state, shared, tied, where, rows)
+    )
     # one matrix where the checkpoint's are one (OPUS-MT's joint vocabulary: all three)
     shared = src.shape == tgt.shape and torch.equal(src, tgt)
     tied = torch.equal(out, tgt)
@@ -198,14 +206,16 @@ def convert(
         raise ValueError(f"{where}: final_logits_bias has {bias.numel()} values, not {tgt_vocab}")
     if bias is not None and bool(bias.any()):
         ours["generator.bias"] = bias.reshape(tgt_vocab)
-    for side, n_layers, norms in (
-        ("encoder", int(hf["encoder_layers"]), ENCODER_NORMS),
-        ("decoder", int(hf["decoder_layers"]), DECODER_NORMS),
-    ):
-        for i in range(n_layers):
-            ours.update(
-                _layer(state, f"{side}.layers.{i}.", f"{side}_layers.{i}.", norms, where, d, d_ff)
-            )
+    inner = ("encoder_layers.", "decoder_layers.")
+    layers = [r for r in names.table(cfg) if r.ours.startswith(inner)]
+    bare = [names.Name(r.ours, r.theirs.removeprefix("model."), r.stream) for r in layers]
+    for r in bare:  # each layer tensor there, of the shape a layer of this width has
+        if r.theirs not in state:
+            raise ValueError(f"{where} lacks {r.theirs}")
+        if tuple(state[r.theirs].shape) != mine[r.ours]:
+            shape = tuple(state[r.theirs].shape)
+            raise ValueError(f"{where}: {r.theirs} is {shape}, not {mine[r.ours]}")
+    ours.update(names.to_ours(state, bare, order))
     if state:
         left = ", ".join(sorted(state)[:4])
         raise ValueError(f"{where} holds weights a Marian model does not use: {left}")
@@ -216,6 +226,12 @@ def convert(
         output_bias="generator.bias" in ours,
     )
     return cfg, ours
+
+
+def _shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """The shape of each tensor of a network of ``cfg`` (built on the meta device: no memory)."""
+    with torch.device("meta"):
+        return {k: tuple(v.shape) for k, v in Transformer(cfg).state_dict().items()}
 
 
 def model_config(
@@ -264,7 +280,6 @@ def model_config(
             eos_id=eos,
             unk_id=unk_id,
             activation=activation,  # type: ignore[arg-type]
-            sinusoid_layout="halves",
             scale_embeddings=bool(hf["scale_embedding"]),
             output_bias=False,
             layer_norm_eps=1e-5,  # transformers' nn.LayerNorm default, which Marian keeps
@@ -325,7 +340,7 @@ def _positions(state: dict[str, Tensor], max_pos: int, d: int, where: str) -> Te
     (to 1e-6); else the one table encoder and decoder share, as learned positions."""
     tables = [state.pop(f"{side}.embed_positions.weight", None) for side in ("encoder", "decoder")]
     stored = [t.float() for t in tables if t is not None]
-    sinusoid = sinusoidal_table(max_pos, d, "halves")
+    sinusoid = sinusoidal_table(max_pos, d)[:, names.marian_order(d)]  # to the bit
     if all(t.shape == sinusoid.shape and torch.allclose(t, sinusoid, atol=1e-6) for t in stored):
         return None
     if len(stored) == 2 and torch.equal(stored[0], stored[1]) and stored[0].shape == (max_pos, d):
@@ -333,47 +348,6 @@ def _positions(state: dict[str, Tensor], max_pos: int, d: int, where: str) -> Te
     raise ValueError(
         f"{where}: its position tables are not Marian's sinusoids and not one shared table"
     )
-
-
-def _layer(
-    state: dict[str, Tensor],
-    theirs: str,
-    ours: str,
-    norms: dict[str, str],
-    where: str,
-    d: int,
-    d_ff: int,
-) -> dict[str, Tensor]:
-    """One encoder or decoder layer's tensors under our names (each removed from ``state``),
-    each of the shape a layer of width ``d`` and feed-forward width ``d_ff`` has."""
-    out: dict[str, Tensor] = {}
-    attns = {"self_attn": "self_attn"}
-    if "encoder_attn_layer_norm" in norms:
-        attns["encoder_attn"] = "cross_attn"
-    shapes = {"weight": (d, d), "bias": (d,)}
-    for their_attn, our_attn in attns.items():
-        a, b = f"{theirs}{their_attn}.", f"{ours}{our_attn}."
-        for kind, shape in shapes.items():
-            for part in ("q", "k", "v", "out"):
-                name = f"{part}_proj.{kind}"
-                out[f"{b}{name}"] = _pop(state, f"{a}{name}", where, shape)
-    ffn = {"weight": ((d_ff, d), (d, d_ff)), "bias": ((d_ff,), (d,))}
-    for kind, (first, second) in ffn.items():
-        out[f"{ours}ffn.linear1.{kind}"] = _pop(state, f"{theirs}fc1.{kind}", where, first)
-        out[f"{ours}ffn.linear2.{kind}"] = _pop(state, f"{theirs}fc2.{kind}", where, second)
-        for their_norm, our_norm in norms.items():
-            name = f"{theirs}{their_norm}.{kind}"
-            out[f"{ours}{our_norm}.{kind}"] = _pop(state, name, where, (d,))
-    return out
-
-
-def _pop(state: dict[str, Tensor], name: str, where: str, shape: tuple[int, ...]) -> Tensor:
-    if name not in state:
-        raise ValueError(f"{where} lacks {name}")
-    t = state.pop(name)
-    if tuple(t.shape) != shape:
-        raise ValueError(f"{where}: {name} is {tuple(t.shape)}, not {shape}")
-    return t
 
 
 def load_marian(directory: str | Path, *, unk_id: int | None = None) -> Transformer:
@@ -389,79 +363,7 @@ def load_marian(directory: str | Path, *, unk_id: int | None = None) -> Transfor
     return model.eval()
 
 
-# ---------------------------------------------------------------------------- the hub
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(?:/[\w.-]+)?")
-# what an import reads of a hub repository: the small files, then one set of weights
-HUB_FILES = ["config.json", "*.spm", "vocab.json", "target_vocab.json", "*.md", "*_config.json"]
-HUB_WEIGHTS = (["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"],
-               ["pytorch_model.bin"])  # fmt: skip
-
-
-def download(repo_id: str) -> Path:
-    """The directory of the Hugging Face hub model ``repo_id`` (downloaded with
-    huggingface_hub, or its cached copy when ``HF_HUB_OFFLINE`` is set); every failure — no
-    huggingface_hub, no network, no such model — is a one-line ValueError."""
-    if not HUB_ID.fullmatch(repo_id):
-        raise ValueError(f"{repo_id} is neither a directory nor a hub id (owner/name)")
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise ValueError(
-            f"{repo_id} is not a directory here, and downloading it from the Hugging Face hub "
-            "needs huggingface_hub (pip install huggingface_hub)"
-        ) from None
-    path = Path()
-    for weights in HUB_WEIGHTS:  # safetensors when the repository has them, else the pickle
-        try:
-            path = Path(snapshot_download(repo_id, allow_patterns=[*HUB_FILES, *weights]))
-        except Exception as exc:  # offline, no such repository, a network error …: one line
-            first = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
-            raise ValueError(
-                f"could not download {repo_id} from the Hugging Face hub ({type(exc).__name__}"
-                f"{': ' + first if first else ''}); without internet, download the model "
-                "elsewhere and give its directory"
-            ) from None
-        if any((path / name).is_file() for name in HF_WEIGHTS):
-            return path
-    return path  # no weights at all: read_hf_weights names what is missing
-
-
-# ---------------------------------------------------------------------------- info.json
-OPUS_NAME = re.compile(r"opus-mt-(?:tc-(?:big|base)-)?([a-z]{2,3})-([a-z]{2,3})$")
-LICENCE_LINE = re.compile(r"^license:\s*(\S+)\s*$", re.MULTILINE)
-
-
-def language_pair(directory: str | Path, origin: str) -> tuple[str, str] | None:
-    """The pair a Marian directory translates: its ``tokenizer_config.json``'s
-    ``source_lang``/``target_lang``, else an ``opus-mt-SRC-TGT`` name (None: neither says)."""
-    path = member(directory, "tokenizer_config.json")
-    if path.is_file():
-        try:
-            tok = read_json(path)
-        except ValueError:  # damaged: the tokenizer's reader says so, in one line
-            tok = {}
-        src, tgt = (
-            tok.get(k) if isinstance(tok, dict) else None for k in ("source_lang", "target_lang")
-        )
-        if isinstance(src, str) and isinstance(tgt, str) and src.isalpha() and tgt.isalpha():
-            return src.lower(), tgt.lower()
-    for name in (origin.rstrip("/").rsplit("/", 1)[-1], Path(directory).name):
-        found = OPUS_NAME.search(name)
-        if found:
-            return found.group(1), found.group(2)
-    return None
-
-
-def licence(directory: str | Path) -> str:
-    """What the model card (``README.md``'s front matter) says the licence is."""
-    path = member(directory, "README.md")
-    if path.is_file():
-        found = LICENCE_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
-        if found:
-            return found.group(1).strip("'\"")
-    return "see the original model card"
-
-
+# ---------------------------------------------------------------------------- the importer
 def import_info(
     model: Transformer, origin: str, pair: tuple[str, str], licence: str
 ) -> dict[str, Any]:
@@ -479,3 +381,37 @@ def import_info(
         "number_format": "keep",
         "pipeline": {"steps": GENERIC, "terms": dict(Terms.none())},
     }
+
+
+def is_marian(directory: Path) -> bool:
+    """Whether ``directory`` is a Hugging Face directory (a ``config.json``); whether its config
+    is a Marian one is :func:`read_hf_config`'s to say, in one line."""
+    return member(directory, HF_CONFIG).is_file()
+
+
+@register_importer("marian", detect=is_marian, describes="a Hugging Face MarianMTModel directory")
+def load(
+    directory: Path, *, origin: str | None = None, pair: tuple[str, str] | None = None
+) -> Imported:
+    """The model of a Hugging Face Marian ``directory`` with its two tokenizers and the
+    ``info.json`` an import writes. ``origin``: where it came from (a hub id; the directory by
+    default); ``pair``: the languages, when the directory does not say them."""
+    origin = origin or str(Path(directory).resolve())
+    src_tok = MarianVocabTokenizer.from_hf_dir(directory, side="source")
+    tgt_tok = MarianVocabTokenizer.from_hf_dir(directory, side="target")
+    model = load_marian(directory, unk_id=src_tok.unk_id)
+    cfg = model.config
+    for side, tok in (("source", src_tok), ("target", tgt_tok)):
+        theirs = (tok.pad_id, tok.eos_id, tok.unk_id)
+        if theirs != (cfg.pad_id, cfg.eos_id, cfg.unk_id):
+            raise ValueError(
+                f"{directory}: the {side} vocabulary numbers <pad>, </s>, <unk> {theirs} "
+                f"but config.json says {(cfg.pad_id, cfg.eos_id, cfg.unk_id)}"
+            )
+    pair = pair or hub.language_pair(directory, origin)
+    if pair is None:
+        raise ValueError(
+            f"cannot tell which pair {origin} translates: give --src-lang and --tgt-lang"
+        )
+    info = import_info(model, origin, pair, hub.licence(directory))
+    return Imported(model, src_tok, tgt_tok, info)

@@ -63,6 +63,34 @@ def attention(
         help="Beam size for the translation.",
         callback=at_least(1),
     ),
+    trace: bool = typer.Option(
+        False,
+        "--trace",
+        help="Record the decoding step by step (each step's most likely pieces, the choice, "
+        "the beam) into attention.html's player.",
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="With --trace: print the trace as JSON (and write no files)."
+    ),
+    prefix: str = typer.Option(
+        "",
+        "--prefix",
+        help="Words the translation must begin with; the model continues after them.",
+        show_default=False,
+    ),
+    ablate: list[str] = typer.Option(
+        [],
+        "--ablate",
+        help="Switch a part off: KIND:LAYER.HEAD (KIND encoder, decoder or cross; LAYER, HEAD "
+        "a number or *: cross:2.1, encoder:0.*, cross:*) or positions. Repeat or comma-separate.",
+        show_default=False,
+    ),
+    top: int = typer.Option(
+        10,
+        "--top",
+        help="With --trace: the most likely pieces listed a step.",
+        callback=at_least(1),
+    ),
     png: bool = typer.Option(True, "--png/--no-png", help="Write the PNG heatmaps."),
     threads: int | None = threads_option(),
 ) -> None:
@@ -74,8 +102,15 @@ def attention(
             fail(f"--kind must be encoder, decoder or cross, not {kind!r}")
         if reference is not None and not reference.strip():
             fail("--reference is empty")
-        check_argument_text([sentence] + ([reference] if reference is not None else []))
-        check_output_dir(out, "--out")
+        check_argument_text(
+            [sentence, prefix, *ablate] + ([reference] if reference is not None else [])
+        )
+        if json_out and not trace:
+            fail("--json prints the trace: add --trace")
+        if reference is not None and (trace or prefix.strip() or ablate):
+            fail("--trace, --prefix and --ablate decode: they do not go with --reference")
+        if not json_out:
+            check_output_dir(out, "--out")
         directory = model_path(model, source, target)
         apply_threads(threads)  # before torch is imported: it sets the wait policy
         from attenzione.config import search_config
@@ -85,7 +120,24 @@ def attention(
         if reference is None:  # a beam too wide: one line, before the work
             check_search(directory, search_config(beam))
         translator = Translator.from_pretrained(directory)
-        maps = translator.attention(sentence, reference, beam=beam)
+        traced = None
+        if trace or prefix.strip() or ablate:
+            from attenzione.translator.ablation import parse_ablation
+
+            parse_ablation(ablate, translator.model.config)  # a part it lacks: one line
+            translator.prefix_ids(prefix)  # a prefix it cannot write: one line
+            made = translator.trace(
+                sentence, search=search_config(beam), prefix=prefix, ablate=ablate, top_k=top
+            )
+            maps = made.maps
+            traced = made.to_dict() if trace else None
+            if json_out:
+                import json
+
+                typer.echo(json.dumps(traced, ensure_ascii=False))
+                return
+        else:
+            maps = translator.attention(sentence, reference, beam=beam)
         explained = None
         if explain:
             from attenzione.translator.explain import explain_head, explanation_data
@@ -100,7 +152,7 @@ def attention(
         written = []
         if png:
             written += save_heatmaps(maps, out, layer=layer, head=head)
-        written.append(save_html(maps, out / "attention.html", explain=explained))
+        written.append(save_html(maps, out / "attention.html", explain=explained, trace=traced))
         label = "reference" if maps.teacher_forced else "translation"
         typer.echo(f"{label}: {maps.translation}")
         for path in written:

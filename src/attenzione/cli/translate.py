@@ -116,6 +116,13 @@ def translate(
         callback=at_least(1),
         show_default=False,
     ),
+    prefix: str = typer.Option(
+        "",
+        "--prefix",
+        help="Words every translation begins with; the model continues after them (as "
+        "CTranslate2's target_prefix).",
+        show_default=False,
+    ),
     batch_size: int = typer.Option(64, help="Sentences per decoding batch.", callback=at_least(1)),
     workers: int = typer.Option(
         0,
@@ -141,6 +148,9 @@ def translate(
         if n_best > 1 and sample:
             fail("--n-best lists beam search's hypotheses: drop --sample")
         document = _read_document(text, input, output, n_best)
+        if prefix.strip() and document is not None:
+            fail("--prefix is for sentences, not a document")
+        check_argument_text([prefix])
         lines, newline, bom = _read_input(text, input) if document is None else ([], "\n", "")
         if n_best > 1 and len(lines) != 1:
             fail("--n-best works on one text at a time")
@@ -176,6 +186,7 @@ def translate(
                 number_format=number_format_of(number_format),
             )
             steps, terms = pipeline_of(translator, names, raw)
+            translator.prefix_ids(prefix)  # a prefix the model cannot write: one line, now
             if document is not None and output is not None:
                 translated = translator.translate_iter(
                     document.segments,
@@ -189,7 +200,7 @@ def translate(
                 return
             if n_best > 1:
                 (result,) = translator.translate(
-                    lines, search=search, terms=terms, steps=steps, tag=tag
+                    lines, search=search, terms=terms, steps=steps, tag=tag, prefix=prefix
                 )
                 for cand in result.candidates:  # a table of scores: no byte-order mark
                     typer.echo(f"{cand.score:8.4f}\t{cand.text}")
@@ -197,7 +208,13 @@ def translate(
             results = (
                 r.text
                 for r in translator.translate_iter(
-                    lines, search=search, terms=terms, steps=steps, tag=tag, batch_size=batch_size
+                    lines,
+                    search=search,
+                    terms=terms,
+                    steps=steps,
+                    tag=tag,
+                    prefix=prefix,
+                    batch_size=batch_size,
                 )
             )
             if output is None:

@@ -126,9 +126,9 @@ class ForcedPrefix(Constraint):
     step t a row whose prefix is longer than t may write only its token t.
 
     It masks after normalisation: a forced token keeps the log-prob the model gives it, so the
-    prefix is scored as the model reads it (as CTranslate2 scores a ``target_prefix``). A row
-    whose forced token is masked already (another constraint bans it) is left as it is
-    rather than emptied."""
+    prefix is scored as the model reads it (as CTranslate2 scores a ``target_prefix``). A
+    forced token another constraint bans (a byte piece the source was not spelled with) is
+    refused in one line (ValueError), never dropped in silence."""
 
     normalised = True
 
@@ -157,7 +157,13 @@ class ForcedPrefix(Constraint):
         if not rows.numel():
             return
         keep = scores[rows, want[rows]]  # (R,) the forced tokens' scores
-        rows, keep = rows[torch.isfinite(keep)], keep[torch.isfinite(keep)]
+        if not bool(torch.isfinite(keep).all()):
+            token = int(want[rows][~torch.isfinite(keep)][0])
+            raise ValueError(
+                f"the model cannot write the prefix here: its piece {self.written + 1} "
+                f"(id {token}) is one the search rules out for this sentence (a byte or "
+                "mark its source does not have)"
+            )
         scores[rows] = float("-inf")
         scores[rows, want[rows]] = keep
 

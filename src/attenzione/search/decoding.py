@@ -42,6 +42,7 @@ from attenzione.search.hooks import (
     Hook,
     OutputHead,
     Term,
+    Watcher,
 )
 from attenzione.search.strategies import STRATEGIES, Hypothesis, Scores, scratch
 
@@ -100,8 +101,9 @@ def generate(
     limits = _limits(model, src_ids, cfg)  # (B,)
     search = STRATEGIES[cfg.method](cfg, mc.eos_id, limits, terms)
     hooks: list[Hook] = [*masks, *search.terms]
+    watchers = [c for c in masks if isinstance(c, Watcher)]
     before = [c for c in masks if not c.normalised]
-    after = [c for c in masks if c.normalised]
+    after = [c for c in masks if c.normalised and not isinstance(c, Watcher)]
     need_weights = any(t.reads_attention for t in search.terms)
 
     enc = model.encode(src_ids)
@@ -124,6 +126,8 @@ def generate(
         for c in after:
             c.mask(logits)
             c.mask(log_probs)
+        for w in watchers:  # what the strategy chooses from, after every constraint
+            w.watch(logits, log_probs)
         attention = out.cross_attentions if need_weights else None
         chosen = search.step(step, Scores(logits, log_probs, attention))
         if chosen is None:

@@ -27,6 +27,10 @@ What a hook does each step makes it one of two kinds:
   decoding and sampling ignore terms: with no other hypothesis to choose, a push could only
   make them write on past their ending.
 
+A :class:`Watcher` is a constraint that masks nothing: it is shown each step's logits and
+log-probs after every constraint (what the strategy chooses from) and follows the rows, and so
+records the search without changing it (:mod:`attenzione.search.trace` is one).
+
 The output layer is not a hook but the search's :class:`OutputHead`: the model's whole
 vocabulary (:class:`FullVocabulary`), or a shortlist's
 (:class:`attenzione.search.shortlist.ShortlistHead`).
@@ -66,6 +70,20 @@ class Constraint(Hook):
 
     def mask(self, scores: Tensor) -> None:
         """Set to −inf, in place, what each row of the (N,V) ``scores`` may not write."""
+
+
+class Watcher(Constraint):
+    """A hook that changes nothing: after every constraint has masked, :meth:`watch` is shown
+    the step's (N,V) ``logits`` and ``log_probs`` — what the strategy chooses from. Made into
+    a batch's hooks as a constraint is (after the registered ones when it is a user's)."""
+
+    normalised = True
+
+    def mask(self, scores: Tensor) -> None:
+        """A watcher masks nothing."""
+
+    def watch(self, logits: Tensor, log_probs: Tensor) -> None:
+        """See one step's scores (do not change them)."""
 
 
 class Charge(Protocol):

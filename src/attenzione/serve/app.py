@@ -247,6 +247,12 @@ def create_app(service: Service) -> FastAPI:
         work = service.translate(fields, client(request))
         return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
 
+    @app.post("/trace")
+    async def trace(request: Request) -> JSONResponse:
+        fields = await read_fields(request, max_body, read_timeout)
+        work = service.trace(fields, client(request))
+        return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
+
     @app.post("/detect")
     async def detect(request: Request) -> JSONResponse:
         fields = await read_fields(request, max_body, read_timeout)

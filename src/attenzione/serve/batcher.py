@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,7 @@ class Decoding:
 
     beam: int = 4
     n_best: int = 1
+    prefix: str = ""  # what the translation begins with (""; none)
 
 
 @dataclass
@@ -96,6 +97,8 @@ class _Job:
     future: Future[SentenceResult]
     model: str = ""
     enqueued: float = field(default_factory=time.monotonic)
+    # a job of its own (a trace): what the worker calls with the route, alone in its batch
+    work: Callable[[Route], Any] | None = None
 
 
 @dataclass
@@ -238,6 +241,29 @@ class Batcher:
             self._cond.notify_all()
         return [j.future for j in jobs]
 
+    def call(self, work: Callable[[Route], Any], model: str | None = None) -> Future[Any]:
+        """Queue ``work(route)`` for ``model``'s route (None: the first), run by the worker
+        alone in its batch — so that it has the model to itself (a trace switches parts of
+        it off while it runs) and the cores to itself, as a batch has."""
+        key = self.default if model is None else model
+        if key not in self.routes:
+            raise KeyError(f"no model {key!r} in this batcher")
+        job = _Job("", 0, Decoding(beam=0, n_best=0), False, Future(), key, work=work)
+        with self._cond:
+            if self._stopping:
+                raise Stopped("the server is shutting down")
+            if self._queue and len(self._queue) + 1 > self.max_queue:
+                self._drop_cancelled()
+            if self._queue and len(self._queue) + 1 > self.max_queue:
+                self.stats.rejected_requests += 1
+                raise QueueFull(
+                    f"the translation queue is full ({len(self._queue)} of {self.max_queue} "
+                    "sentences waiting); retry shortly"
+                )
+            self._queue.append(job)
+            self._cond.notify_all()
+        return job.future
+
     # ------------------------------------------------------------------ the worker
     def request_cancelled(self) -> None:
         """Count a request whose client hung up (its sentences are dropped as they come up,
@@ -263,6 +289,8 @@ class Batcher:
         self._drop_cancelled()
         if not self._queue:
             return []
+        if self._queue[0].work is not None:  # a call runs alone
+            return [self._queue.popleft()]
         decoding, model = self._queue[0].decoding, self._queue[0].model
         taken: list[_Job] = []
         kept: deque[_Job] = deque()
@@ -271,7 +299,8 @@ class Batcher:
             job = self._queue.popleft()
             width = max(longest, job.n_tokens)
             fits = len(taken) < self.max_sentences and width * (len(taken) + 1) <= self.max_tokens
-            if job.decoding == decoding and job.model == model and (fits or not taken):
+            same = job.decoding == decoding and job.model == model and job.work is None
+            if same and (fits or not taken):
                 taken.append(job)
                 longest = width
             else:
@@ -317,6 +346,7 @@ class Batcher:
             terms=route.terms,
             steps=route.steps,
             tag=route.tag,
+            prefix=decoding.prefix,
             batch_size=batch_size,
         )
 
@@ -336,6 +366,16 @@ class Batcher:
         started = time.monotonic()
         decoding = batch[0].decoding
         route = self.routes[batch[0].model]
+        work = batch[0].work
+        if work is not None:
+            try:
+                batch[0].future.set_result(work(route))
+            except Exception as exc:  # the caller's to report (a 400 or a 500)
+                batch[0].future.set_exception(exc)
+            finally:
+                with self._cond:
+                    self.stats.busy_seconds += time.monotonic() - started
+            return
         try:
             request = self.request(batch[0].model, decoding, batch_size=len(batch))
             results = route.translator.translate([j.text for j in batch], request)

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attenzione.documents import FORMATS, DocumentError, read_document
 from attenzione.pipeline.carry import MARKUP_TAG
 from attenzione.serve.answer import Wanted, text_answer
-from attenzione.serve.batcher import Batcher, Decoding, QueueFull, SentenceResult, Stopped
+from attenzione.serve.batcher import (
+    Batcher,
+    Decoding,
+    QueueFull,
+    Route,
+    SentenceResult,
+    Stopped,
+)
 from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q, get_str
 from attenzione.serve.files import FileStore, StoreFull
 from attenzione.serve.language import Languages, language_name
@@ -135,6 +142,9 @@ class Service:
         # As LibreTranslate, html gets an empty list of alternatives (one candidate each).
         n_best = 1 if fmt == "html" else n_alt + 1
         decoding = Decoding(beam=max(s.beam, n_best), n_best=n_best)
+        prefix = get_str(fields, "prefix") or ""
+        if prefix.strip() and batch:
+            raise ApiError(400, "Invalid request: a prefix is for one text: q is a string")
         routes = {r.route for r in readings if r.route is not None}
         for route in routes or {self.batcher.default}:
             self._check_attention(route, want.layer, want.head)
@@ -149,7 +159,12 @@ class Service:
             else plan_text(t, r.language)
             for t, r in zip(texts, readings, strict=True)
         ]
-        results = await self._decode(plans, [r.route for r in readings], decoding, want_attention)
+        if prefix.strip():  # the text's first sentence begins with it
+            for route in routes:
+                self._check_bounds(route, replace(decoding, prefix=prefix))
+        results = await self._decode(
+            plans, [r.route for r in readings], decoding, want_attention, prefix
+        )
         items = [text_answer(p, r, want) for p, r in zip(plans, results, strict=True)]
         answer: dict[str, Any] = {}
         for key in ["translatedText", "alternatives", "scores", "attention"]:
@@ -166,9 +181,11 @@ class Service:
         routes: list[str | None],
         decoding: Decoding,
         attention: bool,
+        prefix: str = "",
     ) -> list[list[SentenceResult]]:
         """The results of every sentence of every text (a text's own model, ``routes``),
-        submitted all at once, one submission per model; a text with no model has none."""
+        submitted all at once, one submission per model; a text with no model has none.
+        ``prefix``: what the first sentence's translation begins with (one text)."""
         waiting: list[list[Future[SentenceResult]]] = [[] for _ in plans]
         submitted: list[Future[SentenceResult]] = []
         try:
@@ -177,7 +194,19 @@ class Service:
                 sentences = [p.text for i in mine for p in plans[i] if p.sentence]
                 if not sentences:
                     continue
-                futures = self.batcher.submit(sentences, decoding, attention=attention, model=route)
+                if prefix.strip():
+                    first = replace(decoding, prefix=prefix)
+                    futures = self.batcher.submit(
+                        sentences[:1], first, attention=attention, model=route
+                    )
+                    if sentences[1:]:
+                        futures += self.batcher.submit(
+                            sentences[1:], decoding, attention=attention, model=route
+                        )
+                else:
+                    futures = self.batcher.submit(
+                        sentences, decoding, attention=attention, model=route
+                    )
                 submitted += futures
                 at = 0
                 for i in mine:
@@ -221,6 +250,92 @@ class Service:
             raise ApiError(
                 400, f"Invalid request: attention_head {head} is out of range: 0..{n_heads - 1}"
             )
+
+    # ------------------------------------------------------------------ /trace
+    async def trace(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
+        """One sentence's decoding step by step (:meth:`Translator.trace`, our extension):
+        ``q`` (one sentence), ``source``, ``target``, ``beam`` (1: greedy; default the
+        server's), ``top_k`` (1..50, default 10), ``prefix``, ``ablate`` (parts, comma
+        separated or a list) and, with ``explain``, one head's arithmetic
+        (``explain_kind``, ``explain_layer``, ``explain_head``: cross, the last, 0)."""
+        self.check_access(fields, client)
+        texts, batch = get_q(fields)
+        if batch or len(texts) != 1:
+            raise ApiError(400, "Invalid request: /trace follows one sentence: q is a string")
+        text = texts[0]
+        if not text.strip():
+            raise ApiError(400, "Invalid request: q is empty")
+        if _limit(len(text), self.settings.char_limit):
+            raise ApiError(
+                400,
+                f"Invalid request: request ({len(text)}) exceeds text limit "
+                f"({self.settings.char_limit})",
+            )
+        _, (reading,) = read_sources(self.languages, self.batcher, fields, texts)
+        if reading.route is None:
+            raise ApiError(400, "Invalid request: the text is already in the target language")
+        beam = get_int(fields, "beam", self.settings.beam)
+        top_k = get_int(fields, "top_k", 10)
+        assert beam is not None and top_k is not None
+        if beam < 1:
+            raise ApiError(400, "Invalid request: beam must be >= 1")
+        if not 1 <= top_k <= 50:
+            raise ApiError(400, "Invalid request: top_k must be 1..50")
+        prefix = get_str(fields, "prefix") or ""
+        ablate_field = fields.get("ablate")
+        if ablate_field is None or isinstance(ablate_field, str | Repeated):
+            ablate: Any = get_str(fields, "ablate") or ""
+        elif isinstance(ablate_field, list) and all(isinstance(a, str) for a in ablate_field):
+            ablate = ablate_field
+        else:
+            raise ApiError(400, "Invalid request: ablate must be a string or a list of strings")
+        explain = get_bool(fields, "explain")
+        kind = get_str(fields, "explain_kind") or "cross"
+        if kind not in ("encoder", "decoder", "cross"):
+            raise ApiError(400, "Invalid request: explain_kind must be encoder, decoder or cross")
+        ex_layer = get_int(fields, "explain_layer", None)
+        ex_head = get_int(fields, "explain_head", 0)
+        route = reading.route
+        self._check_bounds(route, Decoding(beam=beam, n_best=1))
+        config = self.batcher.routes[route].translator.model.config
+        n_layers = config.n_enc_layers if kind == "encoder" else config.n_dec_layers
+        layer = n_layers - 1 if ex_layer is None else ex_layer
+        if explain and not 0 <= layer < n_layers:
+            raise ApiError(
+                400, f"Invalid request: explain_layer {layer} is out of range: 0..{n_layers - 1}"
+            )
+        if explain and not 0 <= (ex_head or 0) < config.n_heads:
+            raise ApiError(
+                400,
+                f"Invalid request: explain_head {ex_head} is out of range: 0..{config.n_heads - 1}",
+            )
+
+        def work(r: Route) -> dict[str, Any]:
+            from attenzione.translator.explain import explanation_data
+
+            request = self.batcher.request(route, Decoding(beam=beam, n_best=1, prefix=prefix))
+            made = r.translator.trace(text, request, ablate=ablate, top_k=top_k)
+            out = made.to_dict()
+            if explain:
+                out["explain"] = explanation_data(made.maps, kind, layer, ex_head or 0)
+            return out
+
+        try:
+            future = self.batcher.call(work, model=route)
+        except QueueFull as exc:
+            raise ApiError(503, str(exc), {"Retry-After": "1"}) from None
+        except Stopped as exc:
+            raise ApiError(503, str(exc)) from None
+        try:
+            answer: dict[str, Any] = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except ValueError as exc:  # a prefix or an ablation the model refuses
+            raise ApiError(400, f"Invalid request: {exc}") from None
+        except Exception as exc:
+            raise ApiError(500, f"Cannot trace the text: {exc}") from None
+        return answer
 
     # ------------------------------------------------------------------ /translate_file
     async def translate_file(

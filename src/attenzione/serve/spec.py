@@ -102,12 +102,52 @@ _TRANSLATE_FIELDS: dict[str, Any] = {
         "type": "integer",
         "description": "Extension: one head of that layer (default: the average of its heads).",
     },
+    "prefix": {
+        "type": "string",
+        "description": "Extension: words the translation must begin with (one text only); "
+        "decoding continues after them.",
+    },
     "attention_all": {
         "type": "boolean",
         "default": False,
         "description": "Extension: also every attention map of every kind, layer and head "
         "(`maps`, what the page at / draws). Large.",
     },
+}
+
+
+_TRACE_FIELDS: dict[str, Any] = {
+    "q": {"type": "string", "minLength": 1, "description": "One sentence.", "example": "Hi!"},
+    "beam": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Beam size (1: greedy decoding; default: the server's).",
+    },
+    "top_k": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 50,
+        "default": 10,
+        "description": "How many of the most likely next pieces each step lists.",
+    },
+    "prefix": {
+        "type": "string",
+        "description": "Words the translation must begin with; decoding continues after them.",
+    },
+    "ablate": {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "Parts switched off while translating: `KIND:LAYER.HEAD` (KIND encoder, "
+        "decoder or cross; LAYER and HEAD a number or `*`: `cross:2.1`, `encoder:0.*`, "
+        "`cross:*`) or `positions`; comma separated.",
+    },
+    "explain": {
+        "type": "boolean",
+        "default": False,
+        "description": "Also one head's arithmetic for every query token (`explain`).",
+    },
+    "explain_kind": {"type": "string", "enum": ["encoder", "decoder", "cross"]},
+    "explain_layer": {"type": "integer", "description": "Default: the last layer."},
+    "explain_head": {"type": "integer", "default": 0},
 }
 
 
@@ -171,6 +211,52 @@ def openapi_spec(service: Service) -> dict[str, Any]:
         },
         "required": ["translatedText"],
     }
+    trace = {
+        "type": "object",
+        "properties": {
+            "translation": {"type": "string"},
+            "source": {"type": "string"},
+            "pieces": {"type": "array", "items": {"type": "string"}},
+            "method": {"type": "string"},
+            "beam": {"type": "integer"},
+            "prefix": {"type": "string"},
+            "ablate": {"type": "array", "items": {"type": "string"}},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "step": {"type": "integer"},
+                        "prefix": {"type": "array", "items": {"type": "string"}},
+                        "chosen": {"type": "string"},
+                        "chosen_id": {"type": "integer"},
+                        "forced": {"type": "boolean"},
+                        "top": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "piece": {"type": "string"},
+                                    "id": {"type": "integer"},
+                                    "logit": {"type": "number"},
+                                    "logprob": {"type": "number"},
+                                },
+                                "required": ["piece", "id", "logit", "logprob"],
+                            },
+                        },
+                        "cross_attention": {"type": "array", "items": {}},
+                        "self_attention": {"type": "array", "items": {}},
+                    },
+                    "required": ["step", "chosen", "top"],
+                },
+            },
+            "beams": {"type": "array", "items": {"type": "object"}},
+            "path": {"type": "array", "items": {"type": "integer"}},
+            "attention": {"type": "object"},
+            "explain": {"type": "object"},
+        },
+        "required": ["translation", "steps"],
+    }
     language = {
         "type": "object",
         "properties": {
@@ -199,6 +285,30 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                     "requestBody": _body(fields, ["q", "source", "target"]),
                     "responses": {
                         "200": _json(translation, "Translated text(s)"),
+                        **_errors("400", "403", "408", "413", "429", "500", "503"),
+                    },
+                }
+            },
+            "/trace": {
+                "post": {
+                    "summary": "Extension: one sentence's decoding, step by step",
+                    "description": "What the model saw and chose at every decoding step: the "
+                    "`top_k` next pieces with their logits and log-probabilities, the piece "
+                    "chosen, the step's cross- and self-attention rows, and for beam search "
+                    "the tree of hypotheses (kept, finished, pruned). Recorded while the "
+                    "sentence is translated as `/translate` translates it (same search).",
+                    "operationId": "trace",
+                    "requestBody": _body(
+                        {
+                            **_TRACE_FIELDS,
+                            "source": fields["source"],
+                            "target": fields["target"],
+                            "api_key": fields["api_key"],
+                        },
+                        ["q", "source", "target"],
+                    ),
+                    "responses": {
+                        "200": _json(trace, "The decoding trace"),
                         **_errors("400", "403", "408", "413", "429", "500", "503"),
                     },
                 }

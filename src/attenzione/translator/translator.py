@@ -56,6 +56,7 @@ from attenzione.translator.scheduler import STREAM_CHUNK, BatchRunner, Scheduler
 from attenzione.translator.words import WordLists, sorted_words
 
 if TYPE_CHECKING:
+    from attenzione.translator.trace import Trace
     from attenzione.viz.maps import AttentionMaps
 
 __all__ = [
@@ -362,9 +363,46 @@ class Translator:
 
     def _prefix_ids(self, request: Request) -> tuple[int, ...]:
         """The target pieces of the request's prefix (none without one)."""
-        if not request.prefix.strip():
+        return self.prefix_ids(request.prefix)
+
+    def prefix_ids(self, prefix: str) -> tuple[int, ...]:
+        """The target pieces a forced ``prefix`` is (none for a blank one); a prefix with a
+        piece outside the model's vocabulary, or longer than any translation it writes, is
+        one line (ValueError)."""
+        if not prefix.strip():
             return ()
-        return tuple(self.tgt_tokenizer.encode(normalize(request.prefix)))
+        text = normalize(prefix)
+        ids = tuple(self.tgt_tokenizer.encode(text))
+        unk = self.model.config.unk_id
+        if unk in ids:
+            encode = self.tgt_tokenizer.encode
+            word = next((w for w in text.split() if unk in encode(w)), text)
+            raise ValueError(
+                f"the prefix has {word!r}, which the model's target vocabulary cannot write"
+            )
+        cap = self.model.config.max_len - 1
+        if len(ids) >= cap:
+            raise ValueError(
+                f"the prefix is {len(ids)} pieces; this model writes at most {cap - 1} before "
+                "its <eos>"
+            )
+        return ids
+
+    def _check_prefix_fits(
+        self, prefix: tuple[int, ...], sources: Sequence[Sequence[int]], request: Request
+    ) -> None:
+        """A prefix as long as a source's cap on new tokens (the search's ``max_len_a·n +
+        max_len_b``, within the model's positions) would leave no room for its ``<eos>``:
+        one line (ValueError)."""
+        cfg, pad = request.search, self.model.config.pad_id
+        for ids in sources:
+            n = sum(1 for i in ids if i != pad)
+            cap = max(1, min(int(n * cfg.max_len_a) + cfg.max_len_b, self.model.config.max_len - 1))
+            if len(prefix) >= cap:
+                raise ValueError(
+                    f"the prefix is {len(prefix)} pieces; a translation of this sentence has "
+                    f"at most {cap}, its <eos> included"
+                )
 
     # ------------------------------------------------------------------ translation
     def translate(
@@ -406,6 +444,10 @@ class Translator:
             read = [seg.ids for seg in segs if seg.ids is not None]
             todo += read
             prefixes += [prefix if i == 0 else () for i in range(len(read))]
+        if prefix:
+            self._check_prefix_fits(
+                prefix, [ids for ids, p in zip(todo, prefixes, strict=True) if p], request
+            )
         decoded = self.scheduler.start(todo, request, prefixes if prefix else None)
 
         def collect() -> list[Translation]:
@@ -467,6 +509,65 @@ class Translator:
         """Source ids as the encoder sees them: the tokenizer's ids + ``<eos>`` (the text as
         it is: the ``normalize`` step reads it as the training data was read)."""
         return self.ctx.encode(text)
+
+    # ------------------------------------------------------------------ the trace
+    def trace(
+        self,
+        text: str,
+        request: Request | None = None,
+        /,
+        *,
+        top_k: int = 10,
+        ablate: str | Sequence[str] | None = None,
+        **options: Unpack[Options],
+    ) -> Trace:
+        """One sentence's decoding, step by step (:class:`~attenzione.translator.trace.Trace`):
+        :meth:`translate` with the request's options (``search``, ``prefix``…), recorded by a
+        search hook as it runs — each step's ``top_k`` next pieces, the piece chosen, for beam
+        search the tree of hypotheses — with the sentence's attention maps. ``ablate``: parts
+        of the model switched off while it translates (:mod:`attenzione.translator.ablation`:
+        ``"cross:2.1"``, ``["encoder:0.*", "positions"]``); none: the model as it is. The text
+        must be one sentence the pipeline does not cut (else one line, ValueError)."""
+        from attenzione.search.trace import TraceRecorder
+        from attenzione.translator.ablation import ablated, parse_ablation
+        from attenzione.translator.trace import Trace
+
+        cut = parse_ablation(ablate, self.model.config)
+        if not text.strip():
+            raise ValueError("the sentence to trace is empty")
+        made = self.request(request, **options)
+        recorder = TraceRecorder(top_k)
+        with ablated(self.model, cut):
+            [translation] = self._begin(
+                [text], replaced(made, hooks=(*made.hooks, *recorder.hooks))
+            )()
+            best = translation.candidates[0]
+            if best.pieces != 1:
+                raise ValueError(
+                    "a trace follows one sentence the model translates in one piece; this "
+                    f"text made {best.pieces} (give one sentence)"
+                )
+            maps = self.attention(best.read, tgt_ids=best.ids, tag=made.tag)
+        eos = self.model.config.eos_id
+        chain = recorder.chain(best.ids, eos)
+        search = made.search
+        return Trace(
+            source=text,
+            translation=best.text,
+            tokens=list(best.ids),
+            pieces=[self.tgt_tokenizer.id_to_token(i) for i in best.ids],
+            records=recorder.records,
+            nodes=recorder.nodes,
+            chain=chain,
+            maps=maps,
+            method=search.method,
+            beam=search.beam_size if search.method == "beam" else 1,
+            prefix_len=len(self._prefix_ids(made)),
+            prefix=made.prefix,
+            ablate=cut.parts,
+            id_to_piece=self.tgt_tokenizer.id_to_token,
+            eos_id=eos,
+        )
 
     # ------------------------------------------------------------------ attention
     def attention(

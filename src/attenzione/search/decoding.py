@@ -8,7 +8,8 @@ vocabulary, pick a token, feed it back, stop at ``<eos>`` or a maximum length)::
     per step: decode the newest tokens on the cache → the output head's logits (N,V)
               → the constraints mask them → log-probabilities (→ the constraints that mask
               after normalisation; the watchers are shown the result) → the strategy
-              chooses, ranking with its terms, and says which rows live on → the cache and the hooks follow them → next step
+              chooses, ranking with its terms, and says which rows live on → the cache and
+              the hooks follow them → next step
 
 The choice is a strategy (:mod:`attenzione.search.strategies`: greedy, sampling, beam
 search); what a caller adds is a list of hooks with one protocol (:mod:`attenzione.search.hooks`):

@@ -6,10 +6,14 @@ JavaScript (``viz/assets``), mounted again for each sentence shown, plus a small
 ``frontendTimeout``), lists the sentences with their confidence and the alternatives, and
 shows the chosen sentence's attention. The text is translated without attention (every map
 of every layer and head is ~100 kB a sentence); the viewer asks for the one sentence it shows
-and keeps what it got. When the server translates documents (``filesTranslation`` in the
-settings), a "Translate a file" section below the attention viewer sends the chosen file to
-``/translate_file`` and links the translation (``/download_file/…``). Everything is inlined;
-the only requests the page makes go to the server that served it.
+and keeps what it got. Below it, the decoding player of ``viz/assets/player.js`` (the one the
+saved page has) steps through the sentence's decoding (``POST /trace``, asked when wanted), and
+re-translates it from another word or with heads switched off; "Explain the selected head"
+asks for one head's arithmetic (``/trace`` with ``explain``). When the server translates
+documents (``filesTranslation`` in the settings), a "Translate a file" section below the
+attention viewer sends the chosen file to ``/translate_file`` and links the translation
+(``/download_file/…``). Everything is inlined; the only requests the page makes go to the
+server that served it.
 
 ``/docs`` is Swagger UI from the ``swagger-ui-bundle`` package, its two files served by this
 server (``/docs/assets/…``); without that package, a plain page points to ``/spec``.
@@ -31,6 +35,7 @@ _PAGE = """<!DOCTYPE html>
 <link rel="icon" href="data:,">
 <style>
 {viewer_css}
+{player_css}
 {page_css}
 </style>
 </head>
@@ -67,9 +72,16 @@ _PAGE = """<!DOCTYPE html>
 <div class="tokens" id="src-tokens" aria-label="source tokens"></div>
 <p class="sentence"><b id="translation-label">Translation</b><span id="translation"></span></p>
 <div class="tokens" id="tgt-tokens" aria-label="target tokens"></div>
-<p class="hint">Hover a token of the <span class="target-lang">{target_name}</span> translation
-to light up the <span class="source-lang">{source_name}</span> tokens it attended to.
+<p class="hint legend-pieces"><span class="tok ws">word</span> a piece that starts a word
+(SentencePiece's ▁) · <span class="tok cont">·ra</span> a piece that continues one ·
+<span class="tok ws">␣</span> or <span class="tok ws">▁</span> a bare word start (a space)</p>
+<p class="hint"><span class="hover-word">Hover</span> a token of the
+<span class="target-lang">{target_name}</span> translation to light up the
+<span class="source-lang">{source_name}</span> tokens it attended to;
+<span class="click-word">click</span> it for the pieces the model could have written there
+(the decoding, step by step, below).
 Word alignment: <span id="alignment"></span></p>
+<p id="alignment-caution" class="pl-caution" role="note"></p>
 <div class="controls">
   <span><label>kind</label><span class="seg" id="kinds"></span></span>
   <span><label for="layer">layer</label><select id="layer"></select></span>
@@ -77,9 +89,23 @@ Word alignment: <span id="alignment"></span></p>
   <span><label>view</label><span class="seg" id="views"></span></span>
   <span><label for="numbers">numbers</label><input type="checkbox" id="numbers"></span>
 </div>
+<p class="hint what" id="what"></p>
 <div id="status"></div>
 <div id="focus"></div>
 <div id="view"></div>
+<h3>One head, step by step</h3>
+<p><button type="button" id="explain-load" class="pl-action">Explain the selected head</button>
+<span class="hint">the kind, layer and head chosen above (head 0 for the average)</span></p>
+<div id="explain" class="scroll-x"></div>
+<div class="controls" id="trace-controls">
+  <span><label for="trace-beam">search</label><select id="trace-beam">
+    <option value="">as translated</option><option value="1">greedy</option>
+    <option value="2">beam 2</option><option value="4">beam 4</option>
+    <option value="8">beam 8</option></select></span>
+  <button type="button" id="trace-load" class="pl-action">Step through the decoding</button>
+</div>
+<p id="trace-note" class="hint" role="status"></p>
+<section id="player" hidden aria-label="the decoding, step by step"></section>
 </section>
 </section>
 <section id="file-translation" hidden aria-labelledby="file-heading" data-state="idle">
@@ -99,6 +125,9 @@ nothing is recomputed for display.</p>
 <script type="application/json" id="page-settings">{settings}</script>
 <script>
 {viewer_js}
+</script>
+<script>
+{player_js}
 </script>
 <script>
 {page_js}
@@ -156,6 +185,8 @@ def page_html(settings: dict[str, Any], initial: str = "") -> str:
     return _PAGE.format(
         viewer_css=_asset("attenzione.viz", "viewer.css"),
         page_css=_asset("attenzione.serve", "page.css"),
+        player_css=_asset("attenzione.viz", "player.css"),
+        player_js=_asset("attenzione.viz", "player.js"),
         viewer_js=_asset("attenzione.viz", "viewer.js"),
         page_js=_asset("attenzione.serve", "page.js"),
         settings=_safe_json(settings),

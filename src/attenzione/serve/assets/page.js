@@ -8,6 +8,9 @@
 //    same decoding (same beam, same n-best), so the sentence alone gets the same translation
 //    it got inside the text. Its maps are kept per sentence text: selecting it again, or
 //    typing on after it, asks nothing.
+// A third, POST /trace, only when asked: the decoding of the shown sentence step by step, for
+// the player (viz/assets/player.js), which calls back here to re-translate it (a forced
+// prefix, parts switched off) and to explain one head.
 // Whatever is on screen belongs to the text in the box: a change of the text (or of the key)
 // clears the answer at once and aborts the requests made for the old text; an answer that
 // still arrives for an older text is dropped (sequence numbers), never drawn.
@@ -28,6 +31,12 @@
   let attSeq = 0;       // the viewer's latest request; older ones are dropped
   let attPending = null;
   const maps = new Map();  // sentence text → its attention payload (null: none to show)
+  let traceSeq = 0;     // the player's latest request; older ones are dropped
+  let tracePending = null;
+  let shownTrace = null;  // the trace the player shows
+  const TOUCH = !!window.matchMedia && matchMedia("(hover: none)").matches && !matchMedia("(pointer: none)").matches;
+  if (TOUCH) document.querySelectorAll(".hover-word").forEach((n) => { n.textContent = "Tap"; });
+  if (TOUCH) document.querySelectorAll(".click-word").forEach((n) => { n.textContent = "tap"; });
 
   if (SETTINGS.keyRequired) document.body.classList.add("key-required");
 
@@ -117,6 +126,7 @@
     attSeq++;
     if (attPending) attPending.abort();
     attPending = null;
+    clearTrace();
     $("#viewer-section").hidden = true;
     setAttention("");
   }
@@ -127,15 +137,16 @@
   }
 
   // ---------------------------------------------------------------- requests
-  // POST /translate; resolves to {ok, status, data}, rejects on a network error or abort.
-  async function post(fields, signal) {
+  // POST /translate (or ``route``); resolves to {ok, status, data}, rejects on a network
+  // error or abort.
+  async function post(fields, signal, route) {
     const body = {
       source: direction.source.code, target: direction.target.code,
       format: "text", ...fields,
     };
     const key = $("#api-key").value.trim();
     if (key) body.api_key = key;
-    const res = await fetch("translate", {
+    const res = await fetch(route || "translate", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
     });
     let data;
@@ -250,11 +261,90 @@
       return;
     }
     $("#viewer-section").hidden = false;
-    window.attenzioneViewer.mount(att.maps, { lastLayer: true });
-    const pairs = att.alignment.pairs.map(([s, t]) => `${att.alignment.target_words[t]}→${att.alignment.source_words[s]}`);
+    window.attenzioneViewer.mount(att.maps, { lastLayer: true, explainHint: EXPLAIN_HINT });
+    // a link to punctuation (or the end) is where heads rest, not an alignment: say so
+    const punct = (w) => /^[\p{P}\p{S}]+$/u.test(w) || w === "<eos>";
+    const odd = [];
+    const pairs = att.alignment.pairs.map(([s, t]) => {
+      const sw = att.alignment.source_words[s], tw = att.alignment.target_words[t];
+      if (punct(sw) && !punct(tw)) { odd.push(`${tw}→${sw}`); return `${tw}→${sw} ⚠`; }
+      return `${tw}→${sw}`;
+    });
     $("#alignment").textContent = pairs.join("  ·  ");
+    $("#alignment-caution").textContent = odd.length
+      ? `Caution: ${odd.join(", ")} links a word to punctuation, where attention often rests when no word is needed; read it as “no clear source word”.`
+      : "";
     setAttention("done");
   }
+
+  // ---------------------------------------------------------------- the decoding player
+  // POST /trace for the sentence shown: the steps, the top pieces, the beam, the maps. The
+  // player asks again through `retranslate` (another word: a forced prefix; heads off:
+  // ablate), and shows the new translation beside the one before.
+  function clearTrace() {
+    traceSeq++;
+    if (tracePending) tracePending.abort();
+    tracePending = null;
+    shownTrace = null;
+    const player = $("#player");
+    if (player) { player.hidden = true; player.innerHTML = ""; }
+    $("#trace-note").textContent = "";
+    $("#trace-note").classList.remove("loading");
+    document.body.dataset.trace = "";
+  }
+  function traceNote(name, text) {
+    document.body.dataset.trace = name;
+    $("#trace-note").textContent = text || "";
+    $("#trace-note").classList.toggle("loading", name === "loading");
+  }
+  async function trace(fields, why) {
+    if (!answer) return;
+    const sentence = answer.scores.sentences[selected];
+    if (!sentence) return;
+    const mine = ++traceSeq;
+    if (tracePending) tracePending.abort();
+    const ctrl = new AbortController();
+    tracePending = ctrl;
+    const body = { q: sentence.source, top_k: 10, ...fields };
+    const beam = $("#trace-beam").value;
+    if (beam) body.beam = Number(beam);
+    traceNote("loading", fields.explain ? "Asking for the head's arithmetic…" : why ? `Re-translating ${why}…` : "Decoding the sentence step by step…");
+    let r;
+    try {
+      r = await post(body, ctrl.signal, "trace");
+    } catch (e) {
+      if (mine === traceSeq) traceNote("error", `The server did not answer: ${e.message || e}`);
+      return;
+    }
+    if (mine !== traceSeq) return;  // another request, sentence or text meanwhile
+    tracePending = null;
+    if (!r.ok) { traceNote("error", message(r)); return; }
+    const before = why && shownTrace ? { translation: shownTrace.translation } : null;
+    shownTrace = r.data;
+    if (r.data.attention) {
+      // the viewer above shows the attention of what the player shows (another search,
+      // another word or heads off make another translation)
+      const data = { ...r.data.attention };
+      if (r.data.explain) data.explain = r.data.explain;
+      window.attenzioneViewer.mount(data, { lastLayer: true, explainHint: EXPLAIN_HINT });
+    }
+    window.attenzionePlayer.mount(r.data, { live: { retranslate: trace }, before, why });
+    traceNote("done", r.data.explain ? `Head ${r.data.explain.head} of ${r.data.explain.kind} layer ${r.data.explain.layer}: its arithmetic is below the attention.` : "");
+  }
+  const EXPLAIN_HINT = "Choose a kind, layer and head above, then “Explain the selected head” to see its arithmetic for every token.";
+  function explainSelected() {
+    const [kind, layer, head] = (document.body.dataset.selection || "cross/0/avg").split("/");
+    trace({ explain: true, explain_kind: kind, explain_layer: Number(layer), explain_head: head === "avg" ? 0 : Number(head) });
+  }
+  $("#trace-load").addEventListener("click", () => trace({}));
+  // a target token clicked (or tapped) before the decoding is loaded: load it, then show
+  // that step's alternatives (once loaded, the player itself answers the click)
+  document.addEventListener("attenzione:target", async (e) => {
+    if (shownTrace || tracePending || !answer) return;
+    await trace({});
+    if (shownTrace) window.attenzionePlayer.open(e.detail.index);
+  });
+  $("#explain-load").addEventListener("click", explainSelected);
 
   // ---------------------------------------------------------------- a file
   // POST /translate_file: the chosen file as multipart (file, source, target and the key

@@ -7,6 +7,20 @@
 
   let DATA = null;
   let built = false;
+  let OPTS = {};
+  // Touch screens have no hover: the page says "tap", and every hover has a click twin.
+  // (hover: none) with a pointer: a touch screen. A browser with no pointer at all (headless)
+  // also reports hover: none, but nobody taps it.
+  const TOUCH = !!window.matchMedia && matchMedia("(hover: none)").matches && !matchMedia("(pointer: none)").matches;
+  const HOVER = TOUCH ? "Tap" : "Hover or click";
+  // One line of "what am I looking at" for each kind and each view.
+  const WHAT = {
+    encoder: "Encoder self-attention: each source token (a row, a query) reads every source token (the keys); nothing is masked but padding.",
+    decoder: "Decoder self-attention: each position of the translation reads the pieces written before it; the causal mask hides the future.",
+    cross: "Cross-attention: each piece of the translation (a query) reads the source tokens (the keys); rows are labelled with the piece each position predicts.",
+    lines: "Lines: queries on the left, keys on the right, a line's width and darkness ∝ the weight.",
+    matrix: "Matrix: one row a query, one column a key, colour ∝ the weight; hatched cells are masked (may not attend).",
+  };
   const KINDS = ["encoder", "decoder", "cross"];
   const state = { kind: "cross", layer: 0, head: "avg", view: "lines", focus: null, pinned: false };
 
@@ -109,13 +123,17 @@
     const f = state.focus;
     const out = $("#focus");
     if (!f) {
-      out.textContent = "Hover or click a token to see where its attention goes.";
+      out.textContent = `${HOVER} a token to see where its attention goes.`;
     } else if (f.side === "q") {
       const row = map[f.index];
       const pairs = row.map((w, j) => [w, j]).filter(([, j]) => kind.mask[f.index][j]);
       pairs.sort((a, b) => b[0] - a[0]);
       const top = pairs.slice(0, 5).map(([w, j]) => `${show(kind.cols[j])} ${fmt(w, 2)}`).join(", ");
       out.textContent = `query “${show(kind.rows[f.index])}” (${f.index}) attends to: ${top}`;
+      const best = pairs.length ? show(kind.cols[pairs[0][1]]) : "";
+      if (state.kind === "cross" && (best === "<eos>" || /^[\p{P}\p{S}]+$/u.test(best.replace(/^\u00b7/, "")))) {
+        out.textContent += ` — caution: its strongest link goes to “${best}”, where heads rest when no word is needed; not an alignment.`;
+      }
     } else {
       const col = map.map((row, i) => [row[f.index], i]).filter(([, i]) => kind.mask[i][f.index]);
       col.sort((a, b) => b[0] - a[0]);
@@ -214,6 +232,7 @@
       const th = el("th", { class: "col", "data-k": j }, show(tok));
       th.addEventListener("mouseenter", () => setFocus("k", j, false));
       th.addEventListener("mouseleave", clearFocus);
+      th.addEventListener("click", () => setFocus("k", j, true));
       head.appendChild(th);
     });
     table.appendChild(head);
@@ -236,6 +255,7 @@
           td.title = `${show(tok)} → ${show(kind.cols[j])}: masked (may not attend)`;
         }
         td.addEventListener("mouseenter", () => setFocus("q", i, false));
+        td.addEventListener("click", () => setFocus("q", i, true));
         tr.appendChild(td);
       });
       table.appendChild(tr);
@@ -250,8 +270,11 @@
     sw.style.background = "repeating-linear-gradient(45deg,#d9d9d9,#d9d9d9 3px,#b9b9b9 3px,#b9b9b9 5px)";
     legend.appendChild(sw);
     legend.appendChild(el("span", {}, "masked"));
+    // the table scrolls inside its own box (a phone): its labels are never cut by the page
     const wrap = el("div");
-    wrap.appendChild(table);
+    const scroll = el("div", { class: "scroll-x matrix-box" });
+    scroll.appendChild(table);
+    wrap.appendChild(scroll);
     wrap.appendChild(legend);
     return wrap;
   }
@@ -271,7 +294,7 @@
     const ex = DATA.explain;
     if (!ex) {
       box.innerHTML = "";
-      box.appendChild(el("p", { class: "hint" },
+      box.appendChild(el("p", { class: "hint" }, OPTS.explainHint ||
         "Run attenzione attention … --explain --layer L --head H to see one head's arithmetic here."));
       return;
     }
@@ -291,7 +314,7 @@
       box.appendChild(el("p", { class: "hint" }, "The explained head is not the one selected above. "));
       box.lastChild.appendChild(go);
     } else {
-      box.appendChild(el("p", { class: "hint" }, "Hover or click a query token to explain it."));
+      box.appendChild(el("p", { class: "hint" }, `${HOVER} a query token to explain it.`));
     }
     const vec = (v) => "[" + v.map((x) => fmt(x, 4)).join(", ") + "]";
     const step = (label, values) => {
@@ -328,7 +351,9 @@
       tr.appendChild(el("td", {}, fmt(ex.model_weights[i][j], 4)));
       table.appendChild(tr);
     });
-    box.appendChild(table);
+    const scroll = el("div", { class: "scroll-x" });
+    scroll.appendChild(table);
+    box.appendChild(scroll);
     step("4. z_i = Σ_j α_ij v_j =", ex.z[i]);
     step("5. this head's share of the output, z_i W^O_h =", ex.projected[i]);
     box.appendChild(el("p", { class: "hint" },
@@ -345,6 +370,8 @@
     view.innerHTML = "";
     view.appendChild(state.view === "lines" ? renderLines(map) : renderMatrix(map));
     $("#status").textContent = selectionName();
+    const what = $("#what");
+    if (what) what.textContent = `What am I looking at: ${WHAT[state.kind]} ${WHAT[state.view]}`;
     document.body.dataset.selection = `${state.kind}/${state.layer}/${state.head}/${state.view}`;
     if (state.focus) {
       const kind = DATA.kinds[state.kind];
@@ -375,7 +402,9 @@
     document.body.dataset.lit = i === null ? "" : `t${i}`;
   }
 
+  let litPinned = false;
   function header() {
+    litPinned = false;
     $("#source").textContent = DATA.source;
     $("#translation").textContent = DATA.translation;
     $("#translation-label").textContent = DATA.teacher_forced ? "Reference (teacher-forced)" : "Translation";
@@ -383,10 +412,21 @@
       const box = $(id);
       box.innerHTML = "";
       toks.forEach((t, i) => {
-        const chip = el("span", { class: "tok", "data-i": i }, show(t));
+        const shown = show(t);
+        const kind = t.startsWith("<") && t.endsWith(">") ? " special" : shown.startsWith("\u00b7") ? " cont" : " ws";
+        const chip = el("span", { class: "tok" + kind, "data-i": i }, shown);
         if (hover) {
-          chip.addEventListener("mouseenter", () => lightSources(i));
-          chip.addEventListener("mouseleave", () => lightSources(null));
+          chip.addEventListener("mouseenter", () => { if (!litPinned) lightSources(i); });
+          chip.addEventListener("mouseleave", () => { if (!litPinned) lightSources(null); });
+          // a tap (or a click) keeps the lighting until the next one
+          chip.addEventListener("click", () => {
+            litPinned = !(litPinned && document.body.dataset.lit === `t${i}`);
+            lightSources(litPinned ? i : null);
+            // the player (when the page has one) opens this step's alternatives
+            document.dispatchEvent(new CustomEvent("attenzione:target", { detail: { index: i, token: t } }));
+          });
+          chip.setAttribute("role", "button");
+          chip.setAttribute("tabindex", "0");
         }
         box.appendChild(chip);
       });
@@ -397,6 +437,7 @@
 
   function mount(data, opts) {
     DATA = data;
+    OPTS = opts || {};
     state.focus = null;
     state.pinned = false;
     header();

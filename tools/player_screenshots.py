@@ -9,7 +9,10 @@ Writes, with headless Chromium (chromium + chromedriver, selenium):
 - ``player-phone.png``: the same page at 390 px (touch);
 - ``player-live.png``: the live page of ``attenzione serve`` at 1366 px, after picking
   another first word (the new translation beside the old);
-- ``player-live-phone.png``: the live page at 390 px (touch), the player loaded.
+- ``player-live-phone.png``: the live page at 390 px (touch), the player loaded;
+- ``tour-introdotta.png`` and ``tour-il.png``: docs/attention.md's tour — greedy decoding of
+  the sentence at the step that writes the participle's ending, as the model translates it and
+  with the prefix "Il" forced.
 """
 
 from __future__ import annotations
@@ -96,6 +99,25 @@ def saved_pages(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
         shoot(driver, out / name, width, mobile, "h1", "#pl-beam-panel")
 
 
+def tour_pages(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
+    from attenzione.config import search_config
+    from attenzione.translator.translator import Translator
+    from attenzione.viz import save_html
+
+    translator = Translator.from_pretrained()
+    for prefix, name in (("", "tour-introdotta.png"), ("Il", "tour-il.png")):
+        trace = translator.trace(sentence, search=search_config(1), prefix=prefix)
+        data = trace.to_dict()
+        at = next(i for i, s in enumerate(data["steps"]) if s["prefix"][-1:] == ["\u2581introdott"])
+        page = save_html(trace.maps, tmp / f"tour-{len(prefix)}.html", trace=data)
+        print(f"prefix {prefix!r}: {trace.translation} (step {at})")
+        emulate(driver, 1366, 1000, False)
+        driver.get(page.as_uri())
+        for _ in range(at):
+            driver.find_element("id", "pl-next").click()
+        shoot(driver, out / name, 1366, False, "#player", ".pl-grid")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -173,6 +195,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             saved_pages(args.out, args.sentence, Path(tmp), driver)
+            tour_pages(args.out, SENTENCE, Path(tmp), driver)
             live_page(args.out, args.sentence, Path(tmp), driver)
     finally:
         driver.quit()

@@ -31,7 +31,7 @@ from typing import Any
 
 SENTENCE = (
     "The transformer architecture, which was introduced by a team of researchers in 2017, "
-    "has changed the way machines translate text between many languages."
+    "has changed the way that machines translate text between many different languages."
 )
 
 

@@ -149,9 +149,23 @@ def test_the_trace_of_an_imported_model_is_what_translate_writes(
             data = trace_is_translate(tr, text, search_config(beam))
             for s in data["steps"]:  # the start token is never written
                 assert tr.model.config.pad_id not in [t["id"] for t in s["top"]]
+    # a forced prefix: the start of its own translation changes nothing; another word of
+    # the vocabulary, forced, begins the translation (whatever the model makes of it)
+    first = SENTENCES[0]
+    own = tr.trace(first, search=search_config(1))
+    start = tr.tgt_tokenizer.decode(own.tokens[:1])
+    assert tr.trace(first, search=search_config(1), prefix=start).tokens == own.tokens
+    tok = tr.tgt_tokenizer
+    word_id = next(
+        i
+        for i in range(tok.vocab_size)
+        if i != own.tokens[0] and (w := tok.decode([i]).strip()).isalpha() and tok.encode(w) == [i]
+    )
+    forced = tr.trace(first, search=search_config(1), prefix=tok.decode([word_id]).strip())
+    assert forced.tokens[0] == word_id and forced.to_dict()["steps"][0]["forced"]
+    assert forced.translation.startswith(tok.decode([word_id]).strip())
     # what a tiny model writes with a part off is what 120 steps happened to reach: the
     # ablation is checked on the numbers — the first step's distribution moves
-    first = SENTENCES[0]
     whole = tr.trace(first).to_dict()["steps"][0]["top"]
     assert tr.trace(first, ablate=[]).to_dict()["steps"][0]["top"] == whole
     for part in ("cross:*", "positions", "encoder:0.0"):

@@ -113,7 +113,7 @@ def test_the_command_line_prefix_and_ablation(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "no cross layer 9" in res.output
     assert "Traceback" not in res.output
     res = CliRunner().invoke(app, ["attention", SENTENCE, "--json"])
-    assert res.exit_code != 0 and "--json prints the trace" in res.output
+    assert res.exit_code != 0 and "--json prints a view: add --trace" in res.output
     out = tmp_path / "att"
     _cli("attention", SENTENCE, "--trace", "--out", str(out), "--no-png")
     page = (out / "attention.html").read_text(encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -69,8 +70,29 @@ def attention(
         help="Record the decoding step by step (each step's most likely pieces, the choice, "
         "the beam) into attention.html's player.",
     ),
+    journey: bool = typer.Option(
+        False,
+        "--journey",
+        help="Follow decoder position --token through the whole model, from its embedding to "
+        "the softmax, each step checked against the model's own value.",
+    ),
+    occlusion: bool = typer.Option(
+        False,
+        "--occlusion",
+        help="Remove each source word in turn and measure each target piece's change of "
+        "log-probability, beside every head's cross-attention.",
+    ),
+    masks: str | None = typer.Option(
+        None,
+        "--masks",
+        help="The three masks of a padded batch of the sentence and this shorter one.",
+        show_default=False,
+    ),
     json_out: bool = typer.Option(
-        False, "--json", help="With --trace: print the trace as JSON (and write no files)."
+        False,
+        "--json",
+        help="Print the view asked for as JSON and write no files: --trace, --journey, "
+        "--occlusion, --masks, or with --reference the training view.",
     ),
     prefix: str = typer.Option(
         "",
@@ -105,10 +127,28 @@ def attention(
         check_argument_text(
             [sentence, prefix, *ablate] + ([reference] if reference is not None else [])
         )
-        if json_out and not trace:
-            fail("--json prints the trace: add --trace")
+        views = [
+            n
+            for n, on in (
+                ("--trace", trace),
+                ("--journey", journey),
+                ("--occlusion", occlusion),
+                ("--masks", masks is not None),
+            )
+            if on
+        ]
+        if masks is not None and not masks.strip():
+            fail("--masks needs the second sentence of the batch")
+        if json_out and len(views) > 1:
+            fail(f"--json prints one view, not {' and '.join(views)}")
+        if json_out and not views and reference is None:
+            fail(
+                "--json prints a view: add --trace, --journey, --occlusion, --masks or --reference"
+            )
         if reference is not None and (trace or prefix.strip() or ablate):
             fail("--trace, --prefix and --ablate decode: they do not go with --reference")
+        if journey and explain:
+            fail("--journey and --explain each print one computation: choose one")
         if not json_out:
             check_output_dir(out, "--out")
         directory = model_path(model, source, target)
@@ -120,6 +160,16 @@ def attention(
         if reference is None:  # a beam too wide: one line, before the work
             check_search(directory, search_config(beam))
         translator = Translator.from_pretrained(directory)
+        if journey or occlusion or masks is not None or (reference is not None and json_out):
+            # a view of its own: printed (as text, or JSON), no files written
+            view = _inside_view(
+                translator, sentence, reference, beam, token, journey, occlusion, masks, json_out
+            )
+            if view is not None:
+                import json
+
+                typer.echo(json.dumps(view, ensure_ascii=False))
+            return
         traced = None
         if trace or prefix.strip() or ablate:
             from attenzione.translator.ablation import parse_ablation
@@ -157,3 +207,102 @@ def attention(
         typer.echo(f"{label}: {maps.translation}")
         for path in written:
             typer.echo(f"wrote {path}")
+        if reference is not None:  # how training sees the pair
+            from attenzione.training.view import teacher_forced
+
+            typer.echo("")
+            typer.echo(format_training(teacher_forced(translator, sentence, reference)))
+
+
+def _inside_view(
+    translator: Any,
+    sentence: str,
+    reference: str | None,
+    beam: int,
+    token: int,
+    journey: bool,
+    occlusion: bool,
+    masks: str | None,
+    json_out: bool,
+) -> dict[str, Any] | None:
+    """The one view asked for (journey, occlusion, masks or the training view): its JSON
+    with ``json_out``, else None after printing it as text."""
+    if journey:
+        made = translator.journey(sentence, token, reference, beam=beam)
+        if json_out:
+            out: dict[str, Any] = made.to_dict()
+            return out
+        typer.echo(made.format())
+        return None
+    if occlusion:
+        found: dict[str, Any] = translator.occlusion(sentence, reference, beam=beam)
+        if json_out:
+            return found
+        typer.echo(format_occlusion(found))
+        return None
+    from attenzione.training.view import padded_batch_masks, teacher_forced
+
+    if masks is not None:
+        drawn: dict[str, Any] = padded_batch_masks(translator, sentence, masks)
+        if json_out:
+            return drawn
+        typer.echo(format_masks(drawn))
+        return None
+    assert reference is not None
+    view: dict[str, Any] = teacher_forced(translator, sentence, reference)
+    if json_out:
+        return view
+    typer.echo(format_training(view))
+    return None
+
+
+def format_occlusion(found: dict[str, Any]) -> str:
+    """Each source word's largest effect, and each head's agreement with the occlusion."""
+    lines = [f"translation: {found['translation']}", "", "removing a word changes log p of:"]
+    for j, word in enumerate(found["words"]):
+        col = [row[j] for row in found["importance"]]
+        best = max(range(len(col)), key=lambda t: col[t]) if col else 0
+        lines.append(
+            f"  {word!r:<18} most {found['targets'][best]!r} by {col[best]:+.3f}"
+            if col
+            else f"  {word!r}"
+        )
+    lines += ["", "cross-attention against occlusion (top1: same most important word):"]
+    for h in found.get("heads", []):
+        r = "n/a" if h["correlation"] is None else f"{h['correlation']:+.2f}"
+        lines.append(f"  layer {h['layer']} head {h['head']}: top1 {h['top1']:.2f}  r {r}")
+    return "\n".join(lines)
+
+
+def format_masks(drawn: dict[str, Any]) -> str:
+    """The three masks of the padded batch as grids of 1 (may attend) and · (masked)."""
+    lines = []
+    for b, text in enumerate(drawn["sentences"]):
+        lines.append(f"sentence {b}: {text!r} → {drawn['translations'][b]!r}")
+        for name, rows, _cols in (
+            ("encoder", "src_tokens", "src_tokens"),
+            ("decoder", "tgt_tokens", "tgt_tokens"),
+            ("cross", "tgt_tokens", "src_tokens"),
+        ):
+            lines.append(f"  {name} mask (rows: {rows[:3]} queries, columns: keys)")
+            for i, row in enumerate(drawn[name][b]):
+                grid = " ".join("1" if x else "·" for x in row)
+                lines.append(f"    {drawn[rows][b][i]:>14} {grid}")
+    return "\n".join(lines)
+
+
+def format_training(view: dict[str, Any]) -> str:
+    """The training view as a table: each position's pieces, probability and loss."""
+    lines = [
+        f"teacher forcing {view['reference']!r}: loss {view['loss']:.4f} per token "
+        f"(label smoothing {view['smoothing']}), perplexity {view['perplexity']:.2f}; "
+        f"step-by-step on the cache differs from the full pass by {view['cached_check']:.1e}",
+        f"{'pos':>4} {'fed':>14} {'reference':>14} {'p':>7} {'−log p':>8} {'loss':>7}  greedy",
+    ]
+    for p in view["positions"]:
+        mark = f"  ✗ greedy: {p['greedy']!r}" if p["differs"] else ""
+        lines.append(
+            f"{p['position']:>4} {p['fed']:>14} {p['reference']:>14} "
+            f"{p['probability']:>7.4f} {p['nll']:>8.4f} {p['loss']:>7.4f}{mark}"
+        )
+    return "\n".join(lines)

@@ -253,6 +253,23 @@ def create_app(service: Service) -> FastAPI:
         work = service.trace(fields, client(request))
         return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
 
+    def one_sentence(path: str, name: str) -> None:
+        """POST ``path``: the service's ``name`` (our extensions that follow one sentence)."""
+
+        async def route(request: Request) -> JSONResponse:
+            fields = await read_fields(request, max_body, read_timeout)
+            work = getattr(service, name)(fields, client(request))
+            return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
+
+        app.add_api_route(path, route, methods=["POST"], name=name)
+
+    for path, name in (
+        ("/journey", "journey"),
+        ("/training", "training"),
+        ("/occlusion", "occlusion"),
+    ):
+        one_sentence(path, name)
+
     @app.post("/detect")
     async def detect(request: Request) -> JSONResponse:
         fields = await read_fields(request, max_body, read_timeout)

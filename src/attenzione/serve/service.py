@@ -11,6 +11,7 @@ A search wider than the model's machine can hold (``alternatives``) is one of th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
@@ -258,22 +259,7 @@ class Service:
         server's), ``top_k`` (1..50, default 10), ``prefix``, ``ablate`` (parts, comma
         separated or a list) and, with ``explain``, one head's arithmetic
         (``explain_kind``, ``explain_layer``, ``explain_head``: cross, the last, 0)."""
-        self.check_access(fields, client)
-        texts, batch = get_q(fields)
-        if batch or len(texts) != 1:
-            raise ApiError(400, "Invalid request: /trace follows one sentence: q is a string")
-        text = texts[0]
-        if not text.strip():
-            raise ApiError(400, "Invalid request: q is empty")
-        if _limit(len(text), self.settings.char_limit):
-            raise ApiError(
-                400,
-                f"Invalid request: request ({len(text)}) exceeds text limit "
-                f"({self.settings.char_limit})",
-            )
-        _, (reading,) = read_sources(self.languages, self.batcher, fields, texts)
-        if reading.route is None:
-            raise ApiError(400, "Invalid request: the text is already in the target language")
+        text, route = self._one_sentence(fields, client, "/trace")
         beam = get_int(fields, "beam", self.settings.beam)
         top_k = get_int(fields, "top_k", 10)
         assert beam is not None and top_k is not None
@@ -295,7 +281,6 @@ class Service:
             raise ApiError(400, "Invalid request: explain_kind must be encoder, decoder or cross")
         ex_layer = get_int(fields, "explain_layer", None)
         ex_head = get_int(fields, "explain_head", 0)
-        route = reading.route
         self._check_bounds(route, Decoding(beam=beam, n_best=1))
         config = self.batcher.routes[route].translator.model.config
         n_layers = config.n_enc_layers if kind == "encoder" else config.n_dec_layers
@@ -320,6 +305,36 @@ class Service:
                 out["explain"] = explanation_data(made.maps, kind, layer, ex_head or 0)
             return out
 
+        return await self._alone(work, route, "trace the text")
+
+    def _one_sentence(self, fields: dict[str, Any], client: str, path: str) -> tuple[str, str]:
+        """The one sentence ``q`` of a request to ``path`` and the model it goes to (the
+        access, length and language checks of every call that follows one sentence)."""
+        self.check_access(fields, client)
+        texts, batch = get_q(fields)
+        if batch or len(texts) != 1:
+            raise ApiError(400, f"Invalid request: {path} follows one sentence: q is a string")
+        text = texts[0]
+        if not text.strip():
+            raise ApiError(400, "Invalid request: q is empty")
+        for name in ("q", "reference", "other"):
+            value = fields.get(name)
+            if isinstance(value, str) and _limit(len(value), self.settings.char_limit):
+                raise ApiError(
+                    400,
+                    f"Invalid request: request ({len(value)}) exceeds text limit "
+                    f"({self.settings.char_limit})",
+                )
+        _, (reading,) = read_sources(self.languages, self.batcher, fields, texts)
+        if reading.route is None:
+            raise ApiError(400, "Invalid request: the text is already in the target language")
+        return text, reading.route
+
+    async def _alone(
+        self, work: Callable[[Route], dict[str, Any]], route: str, what: str
+    ) -> dict[str, Any]:
+        """``work`` run alone in the batcher's worker on ``route``'s model: its answer; a
+        ValueError it raises is the client's 400, anything else a 500 that says ``what``."""
         try:
             future = self.batcher.call(work, model=route)
         except QueueFull as exc:
@@ -331,11 +346,77 @@ class Service:
         except asyncio.CancelledError:
             future.cancel()
             raise
-        except ValueError as exc:  # a prefix or an ablation the model refuses
+        except ValueError as exc:  # what the model refuses: a prefix, a part, a token
             raise ApiError(400, f"Invalid request: {exc}") from None
         except Exception as exc:
-            raise ApiError(500, f"Cannot trace the text: {exc}") from None
+            raise ApiError(500, f"Cannot {what}: {exc}") from None
         return answer
+
+    # ------------------------------------------------------------------ inside the model
+    async def journey(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
+        """One token's way through the whole model (:meth:`Translator.journey`, our
+        extension): ``q``, ``token`` (a decoder position, default 0), ``reference`` (teacher-
+        force it instead of the translation), ``beam``."""
+        text, route = self._one_sentence(fields, client, "/journey")
+        token = get_int(fields, "token", 0)
+        beam = get_int(fields, "beam", self.settings.beam)
+        assert token is not None and beam is not None
+        if token < 0:
+            raise ApiError(400, "Invalid request: token must be >= 0")
+        if beam < 1:
+            raise ApiError(400, "Invalid request: beam must be >= 1")
+        self._check_bounds(route, Decoding(beam=beam, n_best=1))
+        reference = get_str(fields, "reference") or None
+
+        def work(r: Route) -> dict[str, Any]:
+            return r.translator.journey(text, token, reference, beam=beam).to_dict()
+
+        return await self._alone(work, route, "follow the token")
+
+    async def training(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
+        """The training view of ``q`` → ``reference`` (teacher forcing, each position's
+        probability and loss, greedy's choice) and the masks of a padded batch of ``q`` and
+        ``other`` (default: the first half of ``q``'s words) — our extension."""
+        from attenzione.training.view import padded_batch_masks, shorter, teacher_forced
+
+        text, route = self._one_sentence(fields, client, "/training")
+        reference = get_str(fields, "reference") or ""
+        if not reference.strip():
+            raise ApiError(
+                400, "Invalid request: reference is empty: give the translation to teacher-force"
+            )
+        other = get_str(fields, "other") or shorter(text)
+
+        def work(r: Route) -> dict[str, Any]:
+            view = teacher_forced(r.translator, text, reference)
+            return {**view, "masks": padded_batch_masks(r.translator, text, other)}
+
+        return await self._alone(work, route, "show the training view")
+
+    async def occlusion(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
+        """Occlusion attribution beside every head's cross-attention
+        (:meth:`Translator.occlusion`, our extension): ``q``, ``reference`` (teacher-force it
+        instead of the translation), ``words`` (those to remove; default each), ``beam``."""
+        text, route = self._one_sentence(fields, client, "/occlusion")
+        beam = get_int(fields, "beam", self.settings.beam)
+        assert beam is not None
+        if beam < 1:
+            raise ApiError(400, "Invalid request: beam must be >= 1")
+        self._check_bounds(route, Decoding(beam=beam, n_best=1))
+        reference = get_str(fields, "reference") or None
+        words_field = fields.get("words")
+        if words_field is None or isinstance(words_field, str | Repeated):
+            given = get_str(fields, "words") or ""
+            words = [w for w in given.split(",") if w.strip()] or None
+        elif isinstance(words_field, list) and all(isinstance(w, str) for w in words_field):
+            words = list(words_field) or None
+        else:
+            raise ApiError(400, "Invalid request: words must be a string or a list of strings")
+
+        def work(r: Route) -> dict[str, Any]:
+            return r.translator.occlusion(text, reference, beam=beam, words=words)
+
+        return await self._alone(work, route, "measure the occlusion")
 
     # ------------------------------------------------------------------ /translate_file
     async def translate_file(

@@ -151,6 +151,67 @@ _TRACE_FIELDS: dict[str, Any] = {
 }
 
 
+_INSIDE_FIELDS: dict[str, Any] = {
+    "q": _TRACE_FIELDS["q"],
+    "beam": _TRACE_FIELDS["beam"],
+    "reference": {
+        "type": "string",
+        "description": "A translation to teacher-force instead of the model's own.",
+    },
+}
+_JOURNEY_FIELDS: dict[str, Any] = {
+    **_INSIDE_FIELDS,
+    "token": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 0,
+        "description": "The decoder position followed: fed piece `token` of [start] + the "
+        "translation, it predicts the next.",
+    },
+}
+_TRAINING_FIELDS: dict[str, Any] = {
+    "q": _TRACE_FIELDS["q"],
+    "reference": {**_INSIDE_FIELDS["reference"], "minLength": 1},
+    "other": {
+        "type": "string",
+        "description": "The second sentence of the padded batch whose masks are drawn "
+        "(default: the first half of q's words).",
+    },
+}
+_OCCLUSION_FIELDS: dict[str, Any] = {
+    **_INSIDE_FIELDS,
+    "words": {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "The source words to remove, one at a time (comma separated; default: "
+        "each word of q).",
+    },
+}
+
+
+def _inside(
+    summary: str,
+    description: str,
+    op: str,
+    fields: dict[str, Any],
+    required: list[str],
+    answer: dict[str, Any],
+    common: dict[str, Any],
+) -> dict[str, Any]:
+    """The path entry of one of the extensions that look inside the model for one sentence."""
+    return {
+        "post": {
+            "summary": f"Extension: {summary}",
+            "description": description,
+            "operationId": op,
+            "requestBody": _body({**fields, **common}, required),
+            "responses": {
+                "200": _json(answer, summary[0].upper() + summary[1:]),
+                **_errors("400", "403", "408", "413", "429", "500", "503"),
+            },
+        }
+    }
+
+
 def _body(fields: dict[str, Any], required: list[str]) -> dict[str, Any]:
     schema = {"type": "object", "properties": fields, "required": required}
     return {
@@ -257,6 +318,58 @@ def openapi_spec(service: Service) -> dict[str, Any]:
         },
         "required": ["translation", "steps"],
     }
+    common = {
+        "source": fields["source"],
+        "target": fields["target"],
+        "api_key": fields["api_key"],
+    }
+    journey = {
+        "type": "object",
+        "properties": {
+            "token": {"type": "integer"},
+            "input_piece": {"type": "string"},
+            "predicted_piece": {"type": "string"},
+            "largest_check": {"type": "number"},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "where": {"type": "string"},
+                        "formula": {"type": "string"},
+                        "shape": {"type": "string"},
+                        "values": {},
+                        "check": {"type": "number", "nullable": True},
+                    },
+                    "required": ["name", "where", "values", "check"],
+                },
+            },
+        },
+        "required": ["token", "steps", "largest_check"],
+    }
+    training = {
+        "type": "object",
+        "properties": {
+            "positions": {"type": "array", "items": {"type": "object"}},
+            "loss": {"type": "number"},
+            "nll": {"type": "number"},
+            "smoothing": {"type": "number"},
+            "cached_check": {"type": "number"},
+            "masks": {"type": "object"},
+        },
+        "required": ["positions", "loss", "masks"],
+    }
+    occlusion = {
+        "type": "object",
+        "properties": {
+            "words": {"type": "array", "items": {"type": "string"}},
+            "targets": {"type": "array", "items": {"type": "string"}},
+            "importance": {"type": "array", "items": {}},
+            "heads": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["words", "targets", "importance"],
+    }
     language = {
         "type": "object",
         "properties": {
@@ -313,6 +426,45 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                     },
                 }
             },
+            "/journey": _inside(
+                "one token's way through the whole model",
+                "Each step of one decoder position's computation, from its piece's embedding "
+                "to the softmax over the vocabulary, with the model's own numbers: `steps`, "
+                "each with a `name` (embedding, positional encoding, query, key, value, "
+                "scores, softmax, concatenated heads, W^O, residual, layer norm, "
+                "feed-forward, logits…), its `values` and `check`, the largest difference "
+                "from the value the model itself computed.",
+                "journey",
+                _JOURNEY_FIELDS,
+                ["q", "source", "target"],
+                journey,
+                common,
+            ),
+            "/training": _inside(
+                "the training view of a sentence and its reference",
+                "The reference teacher-forced as training does: at each position the piece "
+                "fed, the reference piece, its probability, `loss` (the trainer's label-"
+                "smoothed loss), and whether greedy decoding would choose otherwise; "
+                "`cached_check`, how far step-by-step decoding on the K/V cache is from the "
+                "full pass; `masks`, the three masks of a padded batch of q and `other`.",
+                "training",
+                _TRAINING_FIELDS,
+                ["q", "reference", "source", "target"],
+                training,
+                common,
+            ),
+            "/occlusion": _inside(
+                "occlusion attribution beside every head's cross-attention",
+                "For each source word, the change of each target piece's log-probability "
+                "when the word is removed (`importance`), and per decoder layer and head its "
+                "cross-attention summed over each word with its agreement with the "
+                "importance (`top1`, `correlation`).",
+                "occlusion",
+                _OCCLUSION_FIELDS,
+                ["q", "source", "target"],
+                occlusion,
+                common,
+            ),
             "/detect": {
                 "post": {
                     "summary": "Detect the language of a text",

@@ -56,6 +56,7 @@ from attenzione.translator.scheduler import STREAM_CHUNK, BatchRunner, Scheduler
 from attenzione.translator.words import WordLists, sorted_words
 
 if TYPE_CHECKING:
+    from attenzione.translator.journey import Journey
     from attenzione.translator.trace import Trace
     from attenzione.viz.maps import AttentionMaps
 
@@ -590,6 +591,83 @@ class Translator:
         search, no re-tokenization. ``tag``: as in :meth:`translate` (the tag's token is the
         first source token of the maps).
         """
+        src_ids, tgt_ids, read, translation = self._pair(src, tgt, beam, tgt_ids, tag)
+        return replay(
+            self.model,
+            (self.src_tokenizer, self.tgt_tokenizer),
+            src_ids,
+            tgt_ids,
+            source=read,
+            translation=translation,
+            teacher_forced=tgt is not None,
+        )
+
+    def journey(
+        self, src: str, token: int, tgt: str | None = None, *, beam: int = 4, top_k: int = 10
+    ) -> Journey:
+        """One decoder position's way through the whole model, every step checked against the
+        value the model computed (:mod:`attenzione.translator.journey`), for ``src`` → its
+        translation (``beam``), or → ``tgt`` teacher-forced. Position ``token`` is fed piece
+        ``token`` of ``[start] + translation`` and predicts the next; out of range: one line."""
+        from attenzione.translator.journey import follow
+
+        if self.precision != "fp32":
+            raise ValueError(
+                f"the journey follows the model's fp32 numbers; this one is loaded in "
+                f"{self.precision} (load it with precision fp32)"
+            )
+        src_ids, tgt_ids, read, translation = self._pair(src, tgt, beam, None, None)
+        cfg = self.model.config
+        ids_to = self.tgt_tokenizer.id_to_token
+        return follow(
+            self.model,
+            src_ids,
+            tgt_ids,
+            token,
+            src_tokens=[self.src_tokenizer.id_to_token(i) for i in src_ids],
+            tgt_tokens=[ids_to(i) for i in [cfg.start_id, *tgt_ids]],
+            out_piece=ids_to,
+            source=read,
+            translation=translation,
+            top_k=top_k,
+        )
+
+    def occlusion(
+        self, src: str, tgt: str | None = None, *, beam: int = 4, words: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Occlusion attribution beside every head's cross-attention
+        (:mod:`attenzione.translator.occlusion`) for ``src`` → its translation (``beam``), or →
+        ``tgt``; ``words``: the source words to remove one at a time (None: each in turn)."""
+        from attenzione.translator.occlusion import occlusion
+
+        src_ids, tgt_ids, read, translation = self._pair(src, tgt, beam, None, None)
+        maps = replay(self.model, (self.src_tokenizer, self.tgt_tokenizer), src_ids, tgt_ids)
+        cfg = self.model.config
+        n_tag = len(self.reader.tag_ids(None, self.default_tag))
+        pieces = [self.src_tokenizer.id_to_token(i) for i in src_ids]
+        keep = [i < n_tag or x == cfg.eos_id for i, x in enumerate(src_ids)]
+        found = occlusion(
+            self.model,
+            src_ids,
+            tgt_ids,
+            src_pieces=pieces,
+            tgt_pieces=maps.out_tokens,
+            keep=keep,
+            words=words,
+            cross=maps.cross,
+        )
+        return {"source": read, "translation": translation, **found}
+
+    def _pair(
+        self,
+        src: str,
+        tgt: str | None,
+        beam: int,
+        tgt_ids: Sequence[int] | None,
+        tag: str | None,
+    ) -> tuple[list[int], list[int], str, str]:
+        """The (source ids, target ids, source as read, translation) :meth:`attention` shows
+        (its docstring says how each argument is read)."""
         from attenzione.config import search_config
 
         src = without_controls(src)
@@ -616,12 +694,4 @@ class Translator:
                 translation = pipeline.restore(seg, decoded, ctx, tgt_ids)
             else:
                 tgt_ids = self.tgt_tokenizer.encode(normalize(tgt))
-        return replay(
-            self.model,
-            (self.src_tokenizer, self.tgt_tokenizer),
-            src_ids,
-            tgt_ids,
-            source=read,
-            translation=translation or "",
-            teacher_forced=tgt is not None,
-        )
+        return list(src_ids), list(tgt_ids), read, translation or ""

@@ -133,6 +133,28 @@ def test_translate_writes_what_transformers_writes(imported: dict[str, Any]) -> 
     assert greedy == _theirs(imported, SENTENCES, 1)
 
 
+def test_the_journey_of_an_imported_models_token_is_the_models_own(
+    imported: dict[str, Any],
+) -> None:
+    """Issue 67: every step of a Marian model's token (swish, scaled embeddings, a decoder
+    that starts from <pad>) equals the model's own value; its training view
+    decodes on the cache as the full pass does."""
+    from attenzione.training.view import teacher_forced
+    from attenzione.translator.translator import Translator
+    from journey_checks import journey_is_the_model
+
+    tr = Translator.from_pretrained(imported["models"] / "de-fr")
+    cfg = tr.model.config
+    for token in (0, 2):
+        journey = tr.journey(SENTENCES[1], token, beam=1)
+        data = journey_is_the_model(journey, layers=cfg.n_dec_layers, heads=cfg.n_heads)
+        assert data["tgt_tokens"][0] == "<pad>"  # Marian's start, followed as any piece
+        assert data["steps"][-1]["rank"] == 1  # greedy wrote the most likely piece
+    assert cfg.activation == "swish" and cfg.scale_embeddings
+    view = teacher_forced(tr, SENTENCES[1], SENTENCES[2])
+    assert view["cached_check"] < 1e-4 and view["loss"] > 0
+
+
 def test_the_trace_of_an_imported_model_is_what_translate_writes(
     imported: dict[str, Any],
 ) -> None:

@@ -1,4 +1,5 @@
-"""The player's costs: a ``POST /trace`` from ``attenzione serve``, and the page's weight.
+"""The player's costs: ``POST /trace`` (and issue 67's ``/journey``, ``/training`` and
+``/occlusion``) from ``attenzione serve``, and the page's weight.
 
     python -m bench.trace                      # writes bench/trace.json
     python -m bench.trace --repeats 5 --beam 1
@@ -9,8 +10,10 @@ What it does, in one run on one machine: starts ``attenzione serve`` (the shippe
 wall time per request and the answer's size; then fetches the page at ``/`` and reports its
 size (HTML with its inline CSS and JavaScript, no data), and the size of the static
 ``attention.html`` that ``attenzione attention --trace`` writes, without its embedded data.
-Target (issue 66): a beam-4 trace of a 25-word sentence under 1.5 s on 2 cores; the page
-under 150 KB.
+Then the same for one token's journey (token 12; the translation beam 4, as the page asks),
+the training view of a reference (with a padded batch's masks) and the occlusion of each word.
+Targets: a beam-4 trace of a 25-word sentence under 1.5 s on 2 cores (issue 66), a journey
+under 1 s (issue 67); the page under 150 KB.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ from typing import Any
 SENTENCE = (
     "The transformer architecture, which was introduced by a team of researchers in 2017, "
     "has changed the way that machines translate text between many different languages."
+)
+REFERENCE = (
+    "L'architettura Transformer, introdotta da un gruppo di ricercatori nel 2017, ha cambiato "
+    "il modo in cui le macchine traducono i testi tra molte lingue diverse."
 )
 
 
@@ -79,15 +86,18 @@ def main(argv: list[str] | None = None) -> None:
                     raise SystemExit("attenzione serve did not start") from None
                 time.sleep(0.3)
         base = {"q": SENTENCE, "source": "en", "target": "it"}
-        for name, extra in {
-            "beam4": {"beam": 4},
-            "greedy": {"beam": 1},
-            "beam4_explain": {"beam": 4, "explain": True},
+        for name, (path, extra) in {
+            "beam4": ("/trace", {"beam": 4}),
+            "greedy": ("/trace", {"beam": 1}),
+            "beam4_explain": ("/trace", {"beam": 4, "explain": True}),
+            "journey": ("/journey", {"beam": 4, "token": 12}),
+            "training": ("/training", {"reference": REFERENCE}),
+            "occlusion": ("/occlusion", {"beam": 4}),
         }.items():
-            _post(url + "/trace", {**base, **extra})  # warm-up
+            _post(url + path, {**base, **extra})  # warm-up
             times, size = [], 0
             for _ in range(args.repeats):
-                took, size = _post(url + "/trace", {**base, **extra})
+                took, size = _post(url + path, {**base, **extra})
                 times.append(took)
             results[name] = {
                 "median_s": round(statistics.median(times), 3),
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             got = results[name]
             print(
-                f"/trace {name:14s} median {got['median_s']:.3f} s, max {got['max_s']:.3f} s, "
+                f"{path:10s} {name:14s} median {got['median_s']:.3f} s, max {got['max_s']:.3f} s, "
                 f"answer {got['answer_kb']} KB"
             )
         page = urllib.request.urlopen(url + "/", timeout=30).read()

@@ -11,3 +11,12 @@ from attenzione.threads import apply_threads
 
 TORCH_WAS_LOADED = "torch" in sys.modules  # then the wait policy came too late
 apply_threads(None)
+
+# The user model folder (attenzione.translator.registry.default_user_dir) of the test session is
+# its own, empty: models a developer installed never change what the tests see, and the tests'
+# installs never land in theirs. (Test servers and CLI runs inherit it.)
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="attenzione-test-data-")
+os.environ.pop("ATTENZIONE_MODELS", None)

@@ -47,10 +47,10 @@ app.command("evaluate")(evaluate.evaluate)
 app.command("average")(average.average)
 app.command("attention")(attention.attention)
 app.command("serve")(serve.serve)
-app.command("models")(models.models)
 app.command("info")(info.info)
 app.command("export")(export.export)
 app.command("import")(imports.import_model)
+app.add_typer(models.app, name="models")
 app.add_typer(embeddings.app, name="embeddings")
 
 

@@ -384,6 +384,21 @@ def model_path(model: Path | None, source: str | None, target: str | None) -> Pa
     return model
 
 
+def model_route(model: Path | None, source: str | None, target: str | None) -> list[Path]:
+    """The model directories a command translates with: ``[--model]``, or the installed model
+    of the pair, or — when none translates it but two do through another language
+    (:func:`attenzione.translator.registry.route`) — those two, in order."""
+    from attenzione.translator.registry import UnknownPair, route
+
+    if model is not None or source is None or target is None:
+        return [model_path(model, source, target)]
+    try:
+        return [m.path for m in route(source, target)]
+    except UnknownPair as exc:
+        fail(str(exc))
+        raise  # fail exits; this keeps the type checker content
+
+
 def _not_a_run(model: Path) -> None:
     """``--model RUN`` names a training run's directory (splits, tokenizers, best/, last/),
     not a model: say which of its model directories to give instead."""

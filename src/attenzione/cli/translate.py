@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 
@@ -38,7 +38,7 @@ from attenzione.cli.common import (
     given,
     in_range,
     model_option,
-    model_path,
+    model_route,
     no_step_option,
     number_format_of,
     number_format_option,
@@ -156,7 +156,13 @@ def translate(
             fail("--n-best works on one text at a time")
         if output is not None:
             check_writable(output, "--output")
-        directory = model_path(model, source, target)
+        legs = model_route(model, source, target)
+        directory = legs[-1]
+        if len(legs) > 1 and (no_step or raw or tag is not None):
+            fail(
+                f"--no-step, --raw and --tag set one model's text steps; {source}→{target} "
+                "is translated through another language by two models"
+            )
         budget = apply_threads(threads)  # before torch is imported: it sets the wait policy
         from attenzione.config import search_config
         from attenzione.translator.translator import Translator
@@ -173,19 +179,29 @@ def translate(
         )
         if max_length is not None:  # a cap alone, as CTranslate2 and transformers read it
             search = replace(search, max_len_a=0.0, max_len_b=max_length)
-        check_search(directory, search, batch_size)  # a beam too wide: one line, now
+        for leg in legs:
+            check_search(leg, search, batch_size)  # a beam too wide: one line, now
         texts = len(document.segments) if document is not None else len(lines)
-        n = worker_count(workers, texts, batch_size, n_best, budget)
+        n = worker_count(workers, texts, batch_size, n_best, budget) if len(legs) == 1 else 1
         # the workers load the model while this process does
         with _workers(directory, n, precision, shortlist, budget) as pool:
-            translator = Translator.from_pretrained(
-                directory,
-                precision=precision,
-                shortlist=shortlist,
-                workers=pool,
-                number_format=number_format_of(number_format),
-            )
-            steps, terms = pipeline_of(translator, names, raw)
+            loaded = [
+                Translator.from_pretrained(
+                    leg,
+                    precision=precision,
+                    shortlist=shortlist,
+                    workers=pool,
+                    number_format=number_format_of(number_format),
+                )
+                for leg in legs
+            ]
+            translator: Any = loaded[0]
+            if len(loaded) == 2:
+                from attenzione.translator.pivot import Pivot
+
+                translator, steps, terms = Pivot(loaded[0], loaded[1]), None, None
+            else:
+                steps, terms = pipeline_of(translator, names, raw)
             translator.prefix_ids(prefix)  # a prefix the model cannot write: one line, now
             if document is not None and output is not None:
                 translated = translator.translate_iter(

@@ -63,6 +63,10 @@ class AddedToken:
     rstrip: bool = False
 
 
+#: a multilingual OPUS-MT model's language token, as its vocabulary writes it
+LANGUAGE_TOKEN = re.compile(r">>[A-Za-z_]{2,16}<<")
+
+
 def language_code(text: str) -> tuple[list[str], str]:
     """``(">>ita<<",), " rest"`` for a text that begins with a language code: from its
     leading ``>>`` to the first ``<<`` after (transformers' rule, unknown codes included)."""
@@ -130,6 +134,11 @@ class MarianVocabTokenizer(Tokenizer):
         self._cut = re.compile("|".join(map(re.escape, contents))) if contents else None
         self._strip = {t.content: (t.lstrip, t.rstrip) for t in self.added}
         self._size = max(self._pieces) + 1
+        self._tags: tuple[str, ...] = (
+            tuple(sorted(p for p in self.vocab if LANGUAGE_TOKEN.fullmatch(p)))
+            if side == "source"
+            else ()
+        )
 
     # ------------------------------------------------------------------ reading a directory
     @classmethod
@@ -193,6 +202,21 @@ class MarianVocabTokenizer(Tokenizer):
     def language_codes(self) -> list[str]:
         """The ``>>xx<<`` tokens of a multilingual model's vocabulary (empty for a pair)."""
         return [p for p in self.vocab if p.startswith(">>") and p.endswith("<<")]
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The language tokens of a multilingual model's source vocabulary (``>>ita<<``): read
+        before a text, they say which language to write (the corpus tags of
+        :class:`~attenzione.translator.reading.SourceReader`, so ``--tag`` and an
+        ``info.json``'s ``default_tag`` choose one)."""
+        return self._tags
+
+    def tag_id(self, name: str) -> int:
+        """The id of language token ``name``; a ``ValueError`` naming a few there are."""
+        if name not in self.tags:
+            have = ", ".join(self.tags[:8]) if self.tags else "none"
+            raise ValueError(f"unknown language token {name!r}: this model's are {have}")
+        return self.vocab[name]
 
     def token_to_id(self, piece: str) -> int:
         """The id of ``piece``: an added token's, the table's, else ``unk_id``."""

@@ -3,9 +3,12 @@
 A model directory says which pair it translates in its ``info.json`` (``source_language`` /
 ``target_language``, ISO 639-1 codes, written by ``attenzione train``); one that does not say
 is read from its directory's name (``en-it``). The package ships one directory per pair
-under ``attenzione/pretrained/``. A user's own models are found the same way in the folders
-listed in the environment variable :data:`ENV` (separated by ``:``, ``;`` on Windows), each
-holding one model directory per pair; a pair found there is taken before the shipped one, so
+under ``attenzione/pretrained/``. A user's own models are found the same way in the user
+model folder — ``$XDG_DATA_HOME/attenzione/models`` (``~/.local/share/attenzione/models``),
+where ``attenzione models install`` puts them — or, when it is set, in the folders listed in
+the environment variable :data:`ENV` instead (separated by ``:``, ``;`` on Windows; installs
+go to the first), each holding one model directory per pair; a pair found there is taken
+before the shipped one, so
 that a model trained at home replaces the shipped one without a ``--model`` on every call. A
 model directory there whose pair neither its ``info.json`` nor its name tells is refused in
 one line (:class:`UnknownPair`): it was once taken for English→Italian, the pair a directory
@@ -104,10 +107,26 @@ def _model_at(path: Path, shipped: bool) -> InstalledModel | None:
     return InstalledModel(pair[0], pair[1], path, shipped, info)
 
 
+def default_user_dir() -> Path:
+    """``$XDG_DATA_HOME/attenzione/models`` (``~/.local/share/attenzione/models``)."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "attenzione" / "models"
+
+
+def user_dirs() -> list[Path]:
+    """The user's model folders: those :data:`ENV` names, else :func:`default_user_dir`."""
+    named = [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    return named or [default_user_dir()]
+
+
+def install_dir() -> Path:
+    """Where ``attenzione models install`` writes: the first of :func:`user_dirs`."""
+    return user_dirs()[0]
+
+
 def search_path() -> list[tuple[Path, bool]]:
-    """The folders searched, in order: those of :data:`ENV`, then the package's own."""
-    user = [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
-    return [*((p, False) for p in user), (PRETRAINED_ROOT, True)]
+    """The folders searched, in order: the user's (:func:`user_dirs`), then the package's."""
+    return [*((p, False) for p in user_dirs()), (PRETRAINED_ROOT, True)]
 
 
 def installed() -> list[InstalledModel]:
@@ -160,3 +179,44 @@ def find(source: str | None = None, target: str | None = None) -> InstalledModel
     raise UnknownPair(
         f"several installed models fit {asked} ({pairs_text(fits)}): give both --from and --to"
     )
+
+
+#: the language a pivot goes through first, when several would do (as Argos and LibreTranslate)
+PIVOT_FIRST = "en"
+
+
+def route(source: str, target: str, models: list[InstalledModel] | None = None
+          ) -> list[InstalledModel]:  # fmt: skip
+    """The models that translate ``source`` → ``target``: the direct one when installed (it
+    always wins), else two through a pivot language b (``source`` → b → ``target``; English
+    first, then the others in order). :class:`UnknownPair` (one line) when neither exists."""
+    source, target = source.strip().lower(), target.strip().lower()
+    models = installed() if models is None else models
+    by_pair = {m.pair: m for m in models}
+    direct = by_pair.get(f"{source}-{target}")
+    if direct is not None:
+        return [direct]
+    middles = sorted({m.target for m in models if m.source == source} - {source, target})
+    middles.sort(key=lambda b: b != PIVOT_FIRST)  # English first, the rest in order
+    for b in middles:
+        second = by_pair.get(f"{b}-{target}")
+        if second is not None:
+            return [by_pair[f"{source}-{b}"], second]
+    raise UnknownPair(
+        f"no installed model translates {source}→{target}, directly or through another "
+        f"language: the installed pairs are {pairs_text(models)} (attenzione models install "
+        f"{source} {target})"
+    )
+
+
+def reachable(models: list[InstalledModel] | None = None) -> dict[str, list[str]]:
+    """Each source language and the targets it reaches, directly or through one pivot."""
+    models = installed() if models is None else models
+    out: dict[str, set[str]] = {}
+    direct = {(m.source, m.target) for m in models}
+    for a, b in direct:
+        out.setdefault(a, set()).add(b)
+        for b2, c in direct:
+            if b2 == b and c != a:
+                out[a].add(c)
+    return {a: sorted(ts) for a, ts in sorted(out.items())}

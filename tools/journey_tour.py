@@ -58,8 +58,8 @@ def journey(tr: Translator) -> None:
     fired = [s["fired"] for s in data["steps"] if s["name"] == "activation"]
     print(f"  units that fire, per decoder layer: {fired} of {data['config']['d_ff']}")
     softmax = next(s for s in data["steps"] if s["name"] == "softmax" and "head" not in s)
-    tops = ", ".join(f"{p!r} {v * 100:.1f}%" for p, v in zip(softmax["pieces"][:3],
-                                                            softmax["values"][:3]))  # fmt: skip
+    pairs = zip(softmax["pieces"][:3], softmax["values"][:3], strict=True)
+    tops = ", ".join(f"{p!r} {v * 100:.1f}%" for p, v in pairs)
     print(f"  softmax over {softmax['shape']} pieces: {tops}")
     for s in data["steps"]:  # where the last layer's heads look, at this position
         if s["name"] == "softmax" and s.get("layer") == 2 and "head" in s:

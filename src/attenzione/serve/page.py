@@ -36,6 +36,7 @@ _PAGE = """<!DOCTYPE html>
 <style>
 {viewer_css}
 {player_css}
+{inside_css}
 {page_css}
 </style>
 </head>
@@ -107,6 +108,54 @@ Word alignment: <span id="alignment"></span></p>
 <p id="trace-note" class="hint" role="status"></p>
 <section id="player" hidden aria-label="the decoding, step by step"></section>
 </section>
+<section id="inside" hidden aria-labelledby="inside-heading">
+<h2 id="inside-heading">Inside the model</h2>
+<section class="in-panel" id="journey-section" aria-labelledby="journey-heading">
+<h3 id="journey-heading">One token's journey</h3>
+<p class="hint" id="journey-hint"><span class="click-word-cap">Click</span> a piece of the
+translation above (or press Enter on it) to follow how the model wrote it: from its embedding,
+through every layer, to the softmax, each step checked against the model's own numbers.</p>
+<p id="journey-note" class="hint in-note" role="status"></p>
+<div id="journey-error" class="in-error" role="alert"></div>
+<div id="journey"></div>
+<p id="journey-back" hidden><a class="in-back" href="#viewer-section">↑ back to the
+translation</a></p>
+</section>
+<section class="in-panel" id="training-section" aria-labelledby="training-heading">
+<h3 id="training-heading">Training made visible: teacher forcing and the loss</h3>
+<form id="training-form" class="in-form">
+  <label for="reference">Reference</label>
+  <input type="text" id="reference" autocomplete="off"
+    placeholder="the translation a person would write">
+  <button type="submit" id="training-go" class="in-btn">Teacher-force it</button>
+</form>
+<p id="training-note" class="hint in-note" role="status"></p>
+<div id="training-error" class="in-error" role="alert"></div>
+<div id="training-view"></div>
+<h3 id="masks-heading">The masks of a padded batch</h3>
+<form id="masks-form" class="in-form">
+  <label for="other">Second sentence</label>
+  <input type="text" id="other" autocomplete="off"
+    placeholder="empty: the first half of the sentence's words" aria-describedby="masks-hint">
+  <button type="submit" id="masks-go" class="in-btn">Draw the masks</button>
+</form>
+<p class="hint" id="masks-hint">The sentence and this one go through the model as one batch of
+two, the shorter padded (the reference above is teacher-forced on the first).</p>
+<div id="masks" aria-labelledby="masks-heading"></div>
+</section>
+<section class="in-panel" id="occlusion-section" aria-labelledby="occlusion-heading">
+<h3 id="occlusion-heading">Attention is not alignment</h3>
+<form id="occlusion-form" class="in-form">
+  <label for="occlusion-words">Words to remove</label>
+  <input type="text" id="occlusion-words" autocomplete="off"
+    placeholder="empty: each word in turn; or: architecture, 2017.">
+  <button type="submit" id="occlusion-go" class="in-btn">Remove each word and compare</button>
+</form>
+<p id="occlusion-note" class="hint in-note" role="status"></p>
+<div id="occlusion-error" class="in-error" role="alert"></div>
+<div id="occlusion"></div>
+</section>
+</section>
 </section>
 <section id="file-translation" hidden aria-labelledby="file-heading" data-state="idle">
 <h2 id="file-heading">Translate a file</h2>
@@ -128,6 +177,9 @@ nothing is recomputed for display.</p>
 </script>
 <script>
 {player_js}
+</script>
+<script>
+{inside_js}
 </script>
 <script>
 {page_js}
@@ -187,6 +239,8 @@ def page_html(settings: dict[str, Any], initial: str = "") -> str:
         page_css=_asset("attenzione.serve", "page.css"),
         player_css=_asset("attenzione.viz", "player.css"),
         player_js=_asset("attenzione.viz", "player.js"),
+        inside_css=_asset("attenzione.viz", "inside.css"),
+        inside_js=_asset("attenzione.viz", "inside.js"),
         viewer_js=_asset("attenzione.viz", "viewer.js"),
         page_js=_asset("attenzione.serve", "page.js"),
         settings=_safe_json(settings),

@@ -11,6 +11,12 @@
 // A third, POST /trace, only when asked: the decoding of the shown sentence step by step, for
 // the player (viz/assets/player.js), which calls back here to re-translate it (a forced
 // prefix, parts switched off) and to explain one head.
+// Three more, each when asked, for the panels "inside the model" (viz/assets/inside.js draws
+// them): POST /journey (a tap on a piece of the translation: that decoder position through
+// the whole model), /training (a reference teacher-forced, and the masks of a padded batch)
+// and /occlusion (each word removed, beside every head's cross-attention). They follow the
+// translation the viewer shows: when the player made another one (another word, parts
+// switched off, another search), it is sent as the `reference` to teacher-force.
 // Whatever is on screen belongs to the text in the box: a change of the text (or of the key)
 // clears the answer at once and aborts the requests made for the old text; an answer that
 // still arrives for an older text is dropped (sequence numbers), never drawn.
@@ -37,6 +43,7 @@
   const TOUCH = !!window.matchMedia && matchMedia("(hover: none)").matches && !matchMedia("(pointer: none)").matches;
   if (TOUCH) document.querySelectorAll(".hover-word").forEach((n) => { n.textContent = "Tap"; });
   if (TOUCH) document.querySelectorAll(".click-word").forEach((n) => { n.textContent = "tap"; });
+  if (TOUCH) document.querySelectorAll(".click-word-cap").forEach((n) => { n.textContent = "Tap"; });
 
   if (SETTINGS.keyRequired) document.body.classList.add("key-required");
 
@@ -127,6 +134,7 @@
     if (attPending) attPending.abort();
     attPending = null;
     clearTrace();
+    clearInside();
     $("#viewer-section").hidden = true;
     setAttention("");
   }
@@ -262,6 +270,8 @@
     }
     $("#viewer-section").hidden = false;
     window.attenzioneViewer.mount(att.maps, { lastLayer: true, explainHint: EXPLAIN_HINT });
+    baseTranslation = shownTranslation = att.maps.translation;
+    $("#inside").hidden = false;
     // a link to punctuation (or the end) is where heads rest, not an alignment: say so
     const punct = (w) => /^[\p{P}\p{S}]+$/u.test(w) || w === "<eos>";
     const odd = [];
@@ -327,6 +337,12 @@
       const data = { ...r.data.attention };
       if (r.data.explain) data.explain = r.data.explain;
       window.attenzioneViewer.mount(data, { lastLayer: true, explainHint: EXPLAIN_HINT });
+      if (r.data.translation !== shownTranslation) {
+        // the pieces tapped now are the new translation's: the old journey and occlusion go
+        shownTranslation = r.data.translation;
+        panels.journey.clear();
+        panels.occlusion.clear();
+      }
     }
     window.attenzionePlayer.mount(r.data, { live: { retranslate: trace }, before, why });
     traceNote("done", r.data.explain ? `Head ${r.data.explain.head} of ${r.data.explain.kind} layer ${r.data.explain.layer}: its arithmetic is below the attention.` : "");
@@ -345,6 +361,108 @@
     if (shownTrace) window.attenzionePlayer.open(e.detail.index);
   });
   $("#explain-load").addEventListener("click", explainSelected);
+
+  // ---------------------------------------------------------------- inside the model
+  // One panel a route: its request (the latest wins, older answers are dropped), its status
+  // line, its error line (a 400's one line, as the server wrote it) and body[data-<name>]:
+  // "" · loading · done · error.
+  let baseTranslation = null;   // the translation of the sentence shown, as the server made it
+  let shownTranslation = null;  // the one the viewer shows now (the player may have made another)
+  function panel(name, route, boxId, draw) {
+    let mine = 0, ctrl = null;
+    const note = $(`#${name}-note`), error = $(`#${name}-error`), box = $(`#${boxId}`);
+    const state = (v, text) => {
+      document.body.dataset[name] = v;
+      if (note) { note.textContent = text || ""; note.classList.toggle("loading", v === "loading"); }
+    };
+    const clear = () => {
+      mine++;
+      if (ctrl) ctrl.abort();
+      ctrl = null;
+      box.innerHTML = "";
+      error.textContent = "";
+      state("");
+    };
+    async function ask(fields, busy, after) {
+      if (!answer) return;
+      const sentence = answer.scores.sentences[selected];
+      if (!sentence) return;
+      const me = ++mine;
+      if (ctrl) ctrl.abort();
+      ctrl = new AbortController();
+      error.textContent = "";
+      state("loading", busy);
+      let r;
+      try {
+        r = await post({ q: sentence.source, ...fields }, ctrl.signal, route);
+      } catch (e) {
+        if (me === mine) { state("error"); error.textContent = `The server did not answer: ${e.message || e}`; }
+        return;
+      }
+      if (me !== mine) return;  // asked again, or the sentence or the text changed meanwhile
+      ctrl = null;
+      if (!r.ok) { box.innerHTML = ""; state("error"); error.textContent = message(r); return; }
+      draw(r.data, fields);
+      state("done");
+      if (after) after(r.data);
+    }
+    return { ask, clear };
+  }
+  // the shown translation, when it is not the server's own: teacher-forced
+  const followShown = () => (shownTranslation && shownTranslation !== baseTranslation ? { reference: shownTranslation } : {});
+  let journeyHead = "0";
+  const panels = {
+    journey: panel("journey", "journey", "journey", (data, fields) => {
+      window.attenzioneInside.journey($("#journey"), data, {
+        follow: (i) => askJourney(i, false), reference: !!fields.reference, head: journeyHead,
+        onHead: (h) => { journeyHead = h; },
+      });
+      $("#journey-back").hidden = false;
+    }),
+    training: panel("training", "training", "training-view", (data) => {
+      window.attenzioneInside.training($("#training-view"), data);
+      window.attenzioneInside.masks($("#masks"), data);
+    }),
+    occlusion: panel("occlusion", "occlusion", "occlusion", (data) => {
+      window.attenzioneInside.occlusion($("#occlusion"), data, { head: occlusionHead() });
+    }),
+  };
+  const occlusionHead = () => { const b = $("#occlusion"); return b && b.dataset.head; };
+  function clearInside() {
+    for (const p of Object.values(panels)) p.clear();
+    $("#masks").innerHTML = "";
+    $("#journey-back").hidden = true;
+    $("#inside").hidden = true;
+    baseTranslation = shownTranslation = null;
+  }
+  function askJourney(i, scroll) {
+    const section = $("#journey-section");
+    panels.journey.ask({ token: i, ...followShown() }, `Following piece ${i} through the model…`,
+      () => { if (scroll && section.scrollIntoView) section.scrollIntoView({ block: "start" }); });
+  }
+  // a piece of the translation tapped (or Enter on it) in the viewer: its journey
+  document.addEventListener("attenzione:target", (e) => {
+    if (!answer || $("#inside").hidden) return;
+    askJourney(e.detail.index, true);
+  });
+  $("#training-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const fields = { reference: $("#reference").value };
+    const other = $("#other").value.trim();
+    if (other) fields.other = other;
+    panels.training.ask(fields, "Teacher-forcing the reference…");
+  });
+  $("#masks-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    $("#training-form").requestSubmit ? $("#training-form").requestSubmit() : $("#training-form").dispatchEvent(new Event("submit"));
+  });
+  $("#occlusion-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const fields = followShown();
+    const words = $("#occlusion-words").value.trim();
+    if (words) fields.words = words;
+    panels.occlusion.ask(fields, "Removing each word in turn and teacher-forcing the translation again…");
+  });
 
   // ---------------------------------------------------------------- a file
   // POST /translate_file: the chosen file as multipart (file, source, target and the key

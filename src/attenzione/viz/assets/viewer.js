@@ -425,6 +425,10 @@
             // the player (when the page has one) opens this step's alternatives
             document.dispatchEvent(new CustomEvent("attenzione:target", { detail: { index: i, token: t } }));
           });
+          // Enter or Space on a focused piece does what a click does
+          chip.addEventListener("keydown", (e) => {
+            if (e.key === "Enter" || e.key === " ") { e.preventDefault(); chip.click(); }
+          });
           chip.setAttribute("role", "button");
           chip.setAttribute("tabindex", "0");
         }

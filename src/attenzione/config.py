@@ -383,6 +383,12 @@ class TrainConfig(_JsonMixin):
     # the feed-forward width, None: the preset's (with ``init_from`` a narrower model widens:
     # the new hidden units start with zero output weights, so the run starts exactly where it was)
     d_ff: int | None = None
+    # the model width, the number of heads and each head's width, None: the preset's. The
+    # heads need not divide d_model (W^Q, W^K, W^V are d_model × heads·d_head, W^O maps back);
+    # with ``glove`` an unset d_model is the GloVe file's width, a set one projects it
+    d_model: int | None = None
+    heads: int | None = None
+    d_head: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("extra_data", "exclude", "extra_dev"):  # JSON gives lists back
@@ -420,7 +426,7 @@ class TrainConfig(_JsonMixin):
             self.max_src_tokens >= 1,
             f"max_src_tokens must be >= 1, got {self.max_src_tokens}",
         )
-        for name in ("enc_layers", "dec_layers", "d_ff"):
+        for name in ("enc_layers", "dec_layers", "d_ff", "d_model", "heads", "d_head"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"{name} must be >= 1, got {value!r}")
         _check(

@@ -140,6 +140,22 @@ def train(
         "translations.",
         callback=at_least(1),
     ),
+    d_model: int | None = typer.Option(
+        None,
+        "--d-model",
+        help="Model width d_model (default: the preset's; with --glove, the file's width).",
+        callback=at_least(1),
+    ),
+    heads: int | None = typer.Option(
+        None,
+        "--heads",
+        help="Attention heads A (default: the preset's). A × d_head need not equal d_model: "
+        "W^Q, W^K, W^V are d_model × (A·d_head) and W^O maps back.",
+        callback=at_least(1),
+    ),
+    d_head: int | None = typer.Option(
+        None, "--d-head", help="Each head's width (default: the preset's).", callback=at_least(1)
+    ),
     epochs: int | None = typer.Option(
         None, help="Stop after this many epochs in total.", callback=at_least(1)
     ),
@@ -226,7 +242,10 @@ def train(
         None, help="SentencePiece vocabulary size (default: the preset's).", callback=at_least(16)
     ),
     glove: Path | None = typer.Option(
-        None, help="GloVe text file for the glove50 preset (default: the packaged 6B 50d)."
+        None,
+        help="A GloVe text file (glove.6B.300d.txt, any of 50, 100, 200 or 300 dimensions): the "
+        "GloVe design (a word-level source vocabulary starting from these vectors, --preset "
+        "glove50), d_model set from the file. Without it glove50 uses the packaged 6B 50d.",
     ),
     freeze_embeddings: bool = typer.Option(False, help="Keep the GloVe source embeddings fixed."),
     num_threads: int | None = typer.Option(
@@ -251,6 +270,7 @@ def train(
     with user_errors():
         if not data and not resume:
             fail("give the corpus to train on with --data PATH (repeatable)")
+        glove_design(ctx)
         apply_threads(num_threads)  # before torch is imported: it sets the wait policy
         from attenzione.training.trainer import train as run_training
 
@@ -269,6 +289,22 @@ def train(
             typer.echo(
                 f"dev BLEU (greedy) {summary['dev_bleu']:.2f}  chrF {summary['dev_chrf']:.2f}"
             )
+
+
+def glove_design(ctx: typer.Context) -> None:
+    """``--glove FILE`` is the GloVe design: without ``--preset`` it picks ``glove50``; with
+    a preset whose source is not GloVe's words it is a mistake, said in one line."""
+    from attenzione.training.presets import get_preset
+
+    params = ctx.params
+    if params["glove"] is None or get_preset(params["preset"]).tokenizer == "glove-word":
+        return
+    if given(ctx, "preset"):
+        fail(
+            f"--glove starts a word-level source vocabulary from GloVe's vectors: that is "
+            f"--preset glove50, not {params['preset']!r} (leave --preset out, or drop --glove)"
+        )
+    params["preset"] = "glove50"
 
 
 # Parameters that are not TrainConfig fields (or need translating into them).

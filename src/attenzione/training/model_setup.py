@@ -33,9 +33,16 @@ def own_shape(cfg: TrainConfig) -> dict[str, int]:
     return {name: size for name, size in sizes.items() if size is not None}
 
 
+def set_shape(cfg: TrainConfig) -> dict[str, int]:
+    """The widths the run sets itself (``--d-model``/``--heads``/``--d-head``), by their
+    ModelConfig names; a warm start never changes these: the model it starts from must have them."""
+    sizes = {"d_model": cfg.d_model, "n_heads": cfg.heads, "d_head": cfg.d_head}
+    return {name: size for name, size in sizes.items() if size is not None}
+
+
 def model_shape(cfg: TrainConfig, preset: Preset) -> dict[str, Any]:
     """The preset's ModelConfig fields with the run's own sizes, when it sets them."""
-    return {**preset.model, **own_shape(cfg)}
+    return {**preset.model, **set_shape(cfg), **own_shape(cfg)}
 
 
 def check_start_points(cfg: TrainConfig, preset: Preset, *, resumed: bool) -> None:
@@ -46,7 +53,7 @@ def check_start_points(cfg: TrainConfig, preset: Preset, *, resumed: bool) -> No
         return
     if cfg.init_from:
         shape = model_shape(cfg, preset)
-        if preset.tokenizer == "glove-word":
+        if preset.tokenizer == "glove-word" and cfg.d_model is None:
             shape["d_model"] = None  # the GloVe file's width: checked once the model is built
         check_init_dir(str(cfg.init_from), shape, set(own_shape(cfg)))
     if cfg.tokenizers_from:
@@ -54,7 +61,9 @@ def check_start_points(cfg: TrainConfig, preset: Preset, *, resumed: bool) -> No
 
 
 def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transformer:
-    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``.
+    """The preset's model for these tokenizers; GloVe-initialised source for ``glove50``:
+    d_model is the GloVe file's width, or, when the run sets another, the vectors enter through
+    a learned projection to it.
 
     The special-token ids come from the tokenizers, so the model and its tokenizers always
     agree on what ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` are.
@@ -65,7 +74,10 @@ def build_model(cfg: TrainConfig, preset: Preset, data: PreparedData) -> Transfo
         from attenzione.data import embedding_matrix, load_glove
 
         glove = load_glove(cfg.glove)
-        kwargs["d_model"] = glove.dim  # the GloVe design: d_model is the GloVe size
+        if cfg.d_model is None:
+            kwargs["d_model"] = glove.dim  # the GloVe design: d_model is the GloVe size
+        elif cfg.d_model != glove.dim:
+            kwargs["src_embed_dim"] = glove.dim  # projected from the GloVe size to d_model
     tok = data.tgt_tok
     mcfg = ModelConfig(
         src_vocab_size=data.src_tok.vocab_size,

@@ -12,6 +12,7 @@ so that it reads the answer instead of a connection reset).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +260,28 @@ def serve(
     no_step: list[str] = no_step_option(),
     raw: bool = raw_option(),
     tag: str | None = tag_option(),
+    languages_: str | None = typer.Option(
+        None,
+        "--languages",
+        help="Serve the pairs among these languages (comma-separated: en,it,de,fr), by a "
+        "model of their own or through another language, as LibreTranslate's --load-only "
+        "(default: every installed model, or the --model ones).",
+    ),
+    install_missing: bool = typer.Option(
+        False,
+        "--install",
+        help="With --languages: first install (from the Hugging Face hub) the OPUS-MT models "
+        "to and from English that the languages lack.",
+    ),
+    max_models: int = typer.Option(
+        0,
+        help="Most models loaded at once (0: no bound); past it the least recently used is "
+        "unloaded. Each model is loaded when first asked for.",
+    ),
+    max_memory: int = typer.Option(
+        0,
+        help="Most megabytes of model weights loaded at once (0: no budget), as --max-models.",
+    ),
     log_level: str = typer.Option("info", help="uvicorn's log level."),
 ) -> None:
     """Serve the models over HTTP: LibreTranslate's API, scores and attention, and a live page."""
@@ -289,11 +312,21 @@ def serve(
         from attenzione.serve.batcher import Route
         from attenzione.serve.files import FileStore, default_dir
         from attenzione.serve.limits import KeyRing
+        from attenzione.serve.pool import Loader, ModelPool
         from attenzione.translator.registry import installed, pair_of
         from attenzione.translator.translator import Translator
 
         keys = KeyRing.from_file(api_keys) if api_keys is not None else None
+        if max_models < 0 or max_memory < 0:
+            fail("--max-models and --max-memory must be >= 0 (0: no bound)")
+        if install_missing and not languages_:
+            fail("--install fetches what --languages needs: give --languages en,de,…")
+        wanted = _language_list(languages_) if languages_ else None
+        if wanted and install_missing:
+            _install_missing(wanted)
         directories = list(model) if model else [m.path for m in installed()]
+        if wanted:
+            directories = _serving(directories, wanted)
         if not directories:
             fail("no model is installed: give --model DIR")
         if (source_lang or target_lang) and len(directories) > 1:
@@ -303,28 +336,41 @@ def serve(
                 "--number-format would write every model's numbers one way: serve one --model "
                 "(each model writes its own target language's by default)"
             )
-        routes: dict[str, Route] = {}
+
+        def loader(directory: Path) -> Callable[[], Route]:
+            def load() -> Route:
+                translator = Translator.from_pretrained(
+                    directory,
+                    precision=precision,
+                    shortlist=shortlist,
+                    number_format=number_format_of(number_format),
+                )
+                steps, terms = pipeline_of(translator, names, raw)
+                translator.translate([""], tag=tag)  # an unknown tag: one line, not later
+                _check_search(translator, beam, alternatives_limit)
+                return Route(translator, steps, terms, tag)
+
+            return load
+
+        loaders: dict[str, Loader] = {}
         pairs: list[tuple[str, str]] = []
         for directory in directories:
-            translator = Translator.from_pretrained(
-                directory,
-                precision=precision,
-                shortlist=shortlist,
-                number_format=number_format_of(number_format),
-            )
-            steps, terms = pipeline_of(translator, names, raw)
-            translator.translate([""], tag=tag)  # an unknown tag: one line now, not later
-            _check_search(translator, beam, alternatives_limit)
-            found = pair_of(directory, translator.info)
+            if not (Path(directory) / "config.json").is_file():
+                fail(f"{directory} is not a model directory (it has no config.json)")
+            found = pair_of(Path(directory))
             pair = ((source_lang or found[0]).lower(), (target_lang or found[1]).lower())
             key = f"{pair[0]}-{pair[1]}"
-            if key in routes:
+            if key in loaders:
                 fail(f"two models translate {key}: serve one of them ({directory})")
-            routes[key] = Route(translator, steps, terms, tag)
+            size = sum(p.stat().st_size for p in Path(directory).rglob("*.safetensors"))
+            loaders[key] = Loader(loader(Path(directory)), size)
             pairs.append(pair)
+        pool = ModelPool(
+            loaders, max_models=max_models or None, max_bytes=max_memory * 2**20 or None
+        )
         languages = Languages(*pairs)
-        batcher = Batcher(
-            routes,
+        batcher = Batcher(  # loads the first model now: its checks run before serving
+            pool,
             max_queue=queue_size,
             max_sentences=batch_sentences,
             max_tokens=batch_tokens,
@@ -368,6 +414,9 @@ def serve(
                     )
                 super().handle_exit(sig, frame)
 
+        through = ", ".join(f"{a}→{c} (via {b})" for (a, c), b in languages.pivots.items())
+        if through:
+            typer.echo(f"attenzione serve: through another language: {through}", err=True)
         typer.echo(
             f"attenzione serve: {', '.join(f'{s}→{t}' for s, t in languages.pairs)}, "
             f"{torch.get_num_threads()} torch threads, beam {beam}; "
@@ -376,6 +425,65 @@ def serve(
         )
         server = Server(config)
         _run(server, batcher)
+
+
+def _language_list(text: str) -> list[str]:
+    """``--languages en,it,de``: the codes, each checked, in order, without repeats."""
+    codes = [c.strip().lower() for c in text.split(",") if c.strip()]
+    for code in codes:
+        if not (code.isascii() and code.isalpha() and 2 <= len(code) <= 3):
+            fail(f"--languages: {code!r} is not a language code (two or three letters: en, de)")
+    if len(set(codes)) < 2:
+        fail("--languages needs at least two languages (en,it)")
+    return list(dict.fromkeys(codes))
+
+
+def _serving(directories: list[Path], languages: list[str]) -> list[Path]:
+    """The model directories that serve the pairs among ``languages``: each model between two
+    of them, and the two legs of each pair among them that only a pivot reaches."""
+    from attenzione.translator.registry import pair_of, pivot_language
+
+    by_pair = {pair_of(Path(d)): Path(d) for d in directories}
+    chosen: dict[tuple[str, str], Path] = {}
+    for a in languages:
+        for c in languages:
+            if a == c:
+                continue
+            if (a, c) in by_pair:
+                chosen[(a, c)] = by_pair[(a, c)]
+                continue
+            b = pivot_language(a, c, by_pair)
+            if b is not None:
+                chosen[(a, b)] = by_pair[(a, b)]
+                chosen[(b, c)] = by_pair[(b, c)]
+    if not chosen:
+        have = ", ".join(f"{s}-{t}" for s, t in by_pair) or "none"
+        fail(
+            f"no installed model translates between {', '.join(languages)} (installed: {have}); "
+            "add --install to fetch them, or: attenzione models install SRC TGT"
+        )
+    return list(dict.fromkeys(chosen.values()))
+
+
+def _install_missing(languages: list[str]) -> None:
+    """Install the OPUS-MT models to and from English that ``languages`` lack (what pivoting
+    through English needs for every pair among them), saying each one."""
+    from attenzione.translator.install import install
+    from attenzione.translator.registry import installed
+
+    have = {m.pair for m in installed()}
+    for code in languages:
+        if code == "en":
+            continue
+        for source, target in (("en", code), (code, "en")):
+            if f"{source}-{target}" in have:
+                continue
+            typer.echo(f"attenzione serve: installing {source}-{target} …", err=True)
+            try:
+                made = install(source, target)
+            except ValueError as exc:
+                fail(f"--install {source}-{target}: {exc}")
+            typer.echo(f"attenzione serve: installed {made.pair} in {made.path}", err=True)
 
 
 def _run(server: Any, batcher: Any) -> None:

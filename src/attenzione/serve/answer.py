@@ -40,6 +40,15 @@ def mean_confidence(cands: list[Any]) -> float:
     return round(total / tokens, 4) if tokens else 0.0
 
 
+def _models(results: list[SentenceResult]) -> dict[str, Any]:
+    """``{"models": [first, second], "via": b}`` when the text went through another language
+    (its confidences are then the two models' together, per token), else nothing."""
+    legs = next((r.models for r in results if r.models), ())
+    if not legs:
+        return {}
+    return {"models": list(legs), "via": legs[0].split("-")[-1]}
+
+
 def text_answer(plan: list[Piece], results: list[SentenceResult], want: Wanted) -> dict[str, Any]:
     """One text's answer from its sentences' results (one per sentence piece of ``plan``)."""
     html = want.fmt == "html"
@@ -63,6 +72,7 @@ def text_answer(plan: list[Piece], results: list[SentenceResult], want: Wanted) 
         sentences = [p.text for p in plan if p.sentence]
         item["scores"] = {
             "confidence": mean_confidence(best),
+            **_models(results),
             "alternatives": alt_conf[:n_alt],
             "sentences": [
                 {
@@ -84,9 +94,13 @@ def text_answer(plan: list[Piece], results: list[SentenceResult], want: Wanted) 
                 item["attention"].append(None)
                 continue
             try:
-                item["attention"].append(
-                    attention_payload(r.maps, want.layer, want.head, want.full)
-                )
+                payload = attention_payload(r.maps, want.layer, want.head, want.full)
+                if r.first is not None and r.first.maps is not None:  # both legs of a pivot
+                    payload["first_leg"] = attention_payload(
+                        r.first.maps, want.layer, want.head, want.full
+                    )
+                    payload["models"] = list(r.models)
+                item["attention"].append(payload)
             except ValueError as exc:
                 raise ApiError(400, f"Invalid request: {exc}") from None
     return item

@@ -75,6 +75,9 @@ class SentenceResult:
 
     candidates: tuple[Candidate, ...]
     maps: AttentionMaps | None = None
+    # through another language: the models' keys, in order, and the first leg's result
+    models: tuple[str, ...] = ()
+    first: SentenceResult | None = None
 
 
 @dataclass(frozen=True)

@@ -77,12 +77,25 @@ def language_name(code: str) -> str:
 class Languages:
     """The pairs the server translates, and detection ranked over their languages.
 
-    ``Languages(("en", "it"), ("it", "en"))``: one pair per loaded model."""
+    ``Languages(("en", "it"), ("it", "en"))``: one pair per model. A pair no model translates
+    but two do, one after the other (it → en → de), is reachable through that language, as
+    LibreTranslate and Argos pivot through English (``pivot=False``: direct pairs only)."""
 
-    def __init__(self, *pairs: tuple[str, str]) -> None:
+    def __init__(self, *pairs: tuple[str, str], pivot: bool = True) -> None:
         if not pairs:
             raise ValueError("a server translates at least one pair")
+        from attenzione.translator.registry import pivot_language
+
         self.pairs = [(s.lower(), t.lower()) for s, t in pairs]
+        # (a, c) → b for each pair reached through one other language b
+        self.pivots: dict[tuple[str, str], str] = {}
+        if pivot:
+            codes = dict.fromkeys(c for pair in self.pairs for c in pair)
+            for a in codes:
+                for c in codes:
+                    b = pivot_language(a, c, self.pairs)
+                    if b is not None:
+                        self.pivots[(a, c)] = b
         # every language named, sources first, in the order given (no repeats)
         self.codes = list(dict.fromkeys([s for s, _ in self.pairs] + [t for _, t in self.pairs]))
         self._identifier: Any = None
@@ -98,8 +111,14 @@ class Languages:
         return self.pairs[0][1]
 
     def targets(self, source: str) -> list[str]:
-        """The languages ``source`` is translated into."""
-        return [t for s, t in self.pairs if s == source]
+        """The languages ``source`` is translated into: by a model of their own, then
+        through another language."""
+        direct = [t for s, t in self.pairs if s == source]
+        return direct + [c for (a, c) in self.pivots if a == source and c not in direct]
+
+    def via(self, source: str, target: str) -> str | None:
+        """The language ``source`` → ``target`` goes through (None: a model of its own)."""
+        return self.pivots.get((source, target))
 
     def listing(self) -> list[dict[str, Any]]:
         """``GET /languages``: each language the server knows, with its real targets."""
@@ -164,7 +183,7 @@ class Languages:
         ("Ciao!" to English is read as Italian on a server with both directions)."""
         ranked = self.identify(text)
         prob = dict(ranked)
-        prefer = [s for s, t in self.pairs if t == target] or self.sources()
+        prefer = [s for s in self.sources() if target in self.targets(s)] or self.sources()
         best_source = max((prob.get(s, 0.0) for s in prefer), default=0.0)
         top, top_p = ranked[0] if ranked else (prefer[0], 0.0)
         if target is not None:

@@ -69,8 +69,9 @@ def read_sources(
 
 
 def _route(langs: Languages, batcher: Batcher, source: str, target: str) -> str:
-    """The batcher's key for a pair (its one model, or the model named ``source-target``),
-    or a 400 when no model translates it."""
+    """The batcher's key for a pair (its one model, or the model named ``source-target``, or
+    two such keys joined by :data:`PIVOT` through another language), or a 400 when no model
+    translates it."""
     if source not in langs.codes:
         raise ApiError(400, f"{source} is not supported: this server translates {langs.pair()}")
     if target not in langs.codes:
@@ -81,4 +82,16 @@ def _route(langs: Languages, batcher: Batcher, source: str, target: str) -> str:
             f"{language_name(target)} ({target}) is not available as a target language "
             f"from {language_name(source)} ({source}): this server translates {langs.pair()}",
         )
+    via = langs.via(source, target)
+    if via is not None:  # two models, one after the other: PIVOT joins their keys
+        return f"{source}-{via}{PIVOT}{via}-{target}"
     return batcher.default if len(batcher.routes) == 1 else f"{source}-{target}"
+
+
+#: What joins the two models' keys in the route of a pair reached through another language.
+PIVOT = "|"
+
+
+def legs(route: str) -> list[str]:
+    """The batcher's keys a route goes through: one, or two for a pivot."""
+    return route.split(PIVOT)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,18 @@ def find(source: str | None = None, target: str | None = None) -> InstalledModel
 PIVOT_FIRST = "en"
 
 
+def pivot_language(source: str, target: str, pairs: Iterable[tuple[str, str]]) -> str | None:
+    """The language b through which ``source`` → b → ``target`` goes with two of ``pairs``
+    (English first, then the others in order), or None: when the pair is itself one of them
+    (a direct model always wins) or no two of them join up."""
+    direct = set(pairs)
+    if (source, target) in direct or source == target:
+        return None
+    middles = sorted({b for a, b in direct if a == source} - {source, target})
+    middles.sort(key=lambda b: b != PIVOT_FIRST)  # English first, the rest in order
+    return next((b for b in middles if (b, target) in direct), None)
+
+
 def route(source: str, target: str, models: list[InstalledModel] | None = None
           ) -> list[InstalledModel]:  # fmt: skip
     """The models that translate ``source`` → ``target``: the direct one when installed (it
@@ -196,12 +208,9 @@ def route(source: str, target: str, models: list[InstalledModel] | None = None
     direct = by_pair.get(f"{source}-{target}")
     if direct is not None:
         return [direct]
-    middles = sorted({m.target for m in models if m.source == source} - {source, target})
-    middles.sort(key=lambda b: b != PIVOT_FIRST)  # English first, the rest in order
-    for b in middles:
-        second = by_pair.get(f"{b}-{target}")
-        if second is not None:
-            return [by_pair[f"{source}-{b}"], second]
+    b = pivot_language(source, target, [(m.source, m.target) for m in models])
+    if b is not None:
+        return [by_pair[f"{source}-{b}"], by_pair[f"{b}-{target}"]]
     raise UnknownPair(
         f"no installed model translates {source}→{target}, directly or through another "
         f"language: the installed pairs are {pairs_text(models)} (attenzione models install "

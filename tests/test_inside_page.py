@@ -2,7 +2,8 @@
 
 Driven as a user would: translate seed 000's sentence, tap a piece of the translation (its
 journey through the model), teacher-force a reference (the training view and the masks of a
-padded batch), remove each word (occlusion beside the cross-attention). What the page shows
+padded batch), remove each word (occlusion beside the cross-attention), ask the model's own
+embedding space for a word's nearest pieces and for A − B + C. What the page shows
 is compared with what the service answers for the same request: the page draws the model's
 numbers, it does not make its own.
 """
@@ -209,3 +210,114 @@ def test_occlusion_is_shown_beside_each_heads_cross_attention(driver: Any, serve
             assert got[f"{h['layer']}.{h['head']}"] == pytest.approx(h["top1"])
         no_overflow(driver, width, "occlusion")
     assert severe(driver) == []
+
+
+def _rows(driver: Any, box: str) -> list[tuple[str, int, float]]:
+    from selenium.webdriver.common.by import By
+
+    return [
+        (
+            str(r.get_attribute("data-piece")),
+            int(str(r.get_attribute("data-id"))),
+            float(str(r.get_attribute("data-cosine"))),
+        )
+        for r in driver.find_elements(By.CSS_SELECTOR, f"#{box} li.in-emb-row")
+    ]
+
+
+def _asked_for(driver: Any, text: str) -> bool:
+    """The nearest pieces of ``text`` are shown."""
+    from selenium.webdriver.common.by import By
+
+    if body(driver, "data-emb-nearest") != "done":
+        return False
+    query = driver.find_elements(By.CSS_SELECTOR, "#emb-nearest .in-emb-query")
+    return bool(query) and query[0].get_attribute("data-text") == text
+
+
+def _shown_as_served(driver: Any, box: str, want: dict[str, Any]) -> None:
+    from selenium.webdriver.common.by import By
+
+    served = [(n["piece"], n["id"], n["cosine"]) for n in want["neighbours"]]
+    shown = _rows(driver, box)
+    assert [(p, i) for p, i, _ in shown] == [(p, i) for p, i, _ in served]
+    for (_, _, got), (_, _, cos) in zip(shown, served, strict=True):
+        assert got == pytest.approx(cos, rel=1e-12, abs=0)
+    queries = driver.find_elements(By.CSS_SELECTOR, f"#{box} .in-emb-query")
+    assert [q.get_attribute("data-text") for q in queries] == [q["text"] for q in want["queries"]]
+    for q, w in zip(queries, want["queries"], strict=True):
+        pieces = [p.text for p in q.find_elements(By.CSS_SELECTOR, ".piece")]
+        assert pieces == [p["piece"] for p in w["pieces"]]
+    # a bar is as long as its cosine (of the whole track), the number the answer's
+    first = driver.find_element(By.CSS_SELECTOR, f"#{box} li.in-emb-row")
+    fill = first.find_element(By.CSS_SELECTOR, ".pl-fill").get_attribute("style")
+    assert f"{100 * max(0.0, served[0][2]):.1f}%" in str(fill)
+    assert f"{served[0][2]:.4f}" in first.text
+
+
+@pytest.mark.timeout(600)
+def test_the_embedding_space_panel_shows_the_services_answer(driver: Any, server: Server) -> None:
+    from selenium.webdriver.common.by import By
+
+    pair = {"source": "en", "target": "it"}
+    for width, mobile in ((1366, False), (390, True)):
+        wait = translated(driver, server, width, mobile)
+        assert driver.find_element(By.ID, "embeddings-section").is_displayed()
+        for name in ("emb-side", "emb-word", "emb-a", "emb-b", "emb-c"):  # accessible names
+            (label,) = driver.find_elements(By.CSS_SELECTOR, f"label[for='{name}']")
+            assert label.text.strip(), name
+        # a word's nearest pieces, in the source table
+        word = driver.find_element(By.ID, "emb-word")
+        tap(driver, word)
+        word.send_keys("kingdoms")
+        tap(driver, driver.find_element(By.ID, "emb-nearest-go"))
+        wait.until(lambda d: body(d, "data-emb-nearest") in ("done", "error"))
+        assert body(driver, "data-emb-nearest") == "done", driver.find_element(
+            By.ID, "emb-nearest-error"
+        ).text
+        status, want = post(server.url + "/embeddings", {**pair, "word": "kingdoms", "k": 10})
+        assert status == 200, want
+        _shown_as_served(driver, "emb-nearest", want)
+        # A − B + C in the target table
+        driver.execute_script(
+            "const s = document.getElementById('emb-side'); s.value = 'target';"
+            "s.dispatchEvent(new Event('change', {bubbles: true}));"
+        )
+        for name, text in zip(("emb-a", "emb-b", "emb-c"), ("walked", "walk", "run"), strict=True):
+            field = driver.find_element(By.ID, name)
+            tap(driver, field)
+            field.send_keys(text)
+        tap(driver, driver.find_element(By.ID, "emb-analogy-go"))
+        wait.until(lambda d: body(d, "data-emb-analogy") in ("done", "error"))
+        assert body(driver, "data-emb-analogy") == "done", driver.find_element(
+            By.ID, "emb-analogy-error"
+        ).text
+        status, want = post(
+            server.url + "/embeddings",
+            {**pair, "analogy": ["walked", "walk", "run"], "k": 10, "side": "target"},
+        )
+        assert status == 200, want
+        _shown_as_served(driver, "emb-analogy", want)
+        no_overflow(driver, width, "embedding space")
+        # a word-start piece of the answer asks for its own neighbours
+        button = driver.find_element(By.CSS_SELECTOR, "#emb-analogy li.in-emb-row button.piece")
+        piece = str(button.find_element(By.XPATH, "./ancestor::li").get_attribute("data-piece"))
+        tap(driver, button)
+        wait.until(lambda d, piece=piece: _asked_for(d, piece))
+        status, want = post(
+            server.url + "/embeddings", {**pair, "word": piece, "k": 10, "side": "target"}
+        )
+        assert status == 200, want
+        _shown_as_served(driver, "emb-nearest", want)
+        assert severe(driver) == []
+        # what the model cannot place: the service's one line (the browser logs the 400)
+        word.clear()
+        word.send_keys("<eos>")
+        tap(driver, driver.find_element(By.ID, "emb-nearest-go"))
+        wait.until(lambda d: body(d, "data-emb-nearest") == "error")
+        status, refused = post(server.url + "/embeddings", {**pair, "word": "<eos>"})
+        assert status == 400
+        assert driver.find_element(By.ID, "emb-nearest-error").text == refused["error"]
+        no_overflow(driver, width, "embedding space, with an error")
+        logged = severe(driver)
+        assert all("/embeddings" in e["message"] and "400" in e["message"] for e in logged), logged

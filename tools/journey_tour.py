@@ -66,8 +66,10 @@ def journey(tr: Translator) -> None:
             keys = next(k for k in data["steps"] if k["name"] == "key" and
                         k.get("layer") == 2 and k["block"] == s["block"])["keys"]  # fmt: skip
             j = max(range(len(s["values"])), key=lambda i: s["values"][i])
-            print(f"  layer 2 {s['block']} head {s['head']}: most on {keys[j]!r} "
-                  f"({s['values'][j]:.2f})")
+            print(
+                f"  layer 2 {s['block']} head {s['head']}: most on {keys[j]!r} "
+                f"({s['values'][j]:.2f})"
+            )
 
 
 def training(tr: Translator) -> None:
@@ -78,8 +80,10 @@ def training(tr: Translator) -> None:
     for p in view["positions"]:
         mark = f"  greedy: {p['greedy']!r} {p['greedy_probability'] * 100:.1f}%" if p[
             "differs"] else ""  # fmt: skip
-        print(f"  {p['position']:>2} {p['fed']!r:>16} → {p['reference']!r:<16} "
-              f"p {p['probability']:.4f}  −log p {p['nll']:.3f}  loss {p['loss']:.3f}{mark}")
+        print(
+            f"  {p['position']:>2} {p['fed']!r:>16} → {p['reference']!r:<16} "
+            f"p {p['probability']:.4f}  −log p {p['nll']:.3f}  loss {p['loss']:.3f}{mark}"
+        )
 
 
 def masks(tr: Translator) -> None:
@@ -99,8 +103,10 @@ def occlusion(tr: Translator) -> None:
         print(f"  without {w!r}: {found['targets'][t]!r} loses {col[t]:.2f} nats")
     heads = sorted(found["heads"], key=lambda h: -h["top1"])
     for h in (*heads[:2], *heads[-2:]):
-        print(f"  layer {h['layer']} head {h['head']}: top1 {h['top1']:.2f}, "
-              f"r {h['correlation']:+.2f}")
+        print(
+            f"  layer {h['layer']} head {h['head']}: top1 {h['top1']:.2f}, "
+            f"r {h['correlation']:+.2f}"
+        )
 
 
 def main() -> None:

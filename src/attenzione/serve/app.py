@@ -254,7 +254,8 @@ def create_app(service: Service) -> FastAPI:
         return JSONResponse(await unless_gone(request, work, service.batcher.request_cancelled))
 
     def one_sentence(path: str, name: str) -> None:
-        """POST ``path``: the service's ``name`` (our extensions that follow one sentence)."""
+        """POST ``path``: the service's ``name`` (our extensions that look inside the model:
+        those that follow one sentence, and the embedding space)."""
 
         async def route(request: Request) -> JSONResponse:
             fields = await read_fields(request, max_body, read_timeout)
@@ -267,6 +268,7 @@ def create_app(service: Service) -> FastAPI:
         ("/journey", "journey"),
         ("/training", "training"),
         ("/occlusion", "occlusion"),
+        ("/embeddings", "embeddings"),
     ):
         one_sentence(path, name)
 

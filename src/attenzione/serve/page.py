@@ -12,8 +12,10 @@ re-translates it from another word or with heads switched off; "Explain the sele
 asks for one head's arithmetic (``/trace`` with ``explain``). When the server translates
 documents (``filesTranslation`` in the settings), a "Translate a file" section below the
 attention viewer sends the chosen file to ``/translate_file`` and links the translation
-(``/download_file/…``). Everything is inlined; the only requests the page makes go to the
-server that served it.
+(``/download_file/…``). The panels "inside the model" ask ``/journey``, ``/training``,
+``/occlusion`` for the sentence shown, and ``/embeddings`` for a word's nearest pieces in the
+model's own embedding table (or A − B + C). Everything is inlined; the only requests the page
+makes go to the server that served it.
 
 ``/docs`` is Swagger UI from the ``swagger-ui-bundle`` package, its two files served by this
 server (``/docs/assets/…``); without that package, a plain page points to ``/spec``.
@@ -154,6 +156,46 @@ two, the shorter padded (the reference above is teacher-forced on the first).</p
 <p id="occlusion-note" class="hint in-note" role="status"></p>
 <div id="occlusion-error" class="in-error" role="alert"></div>
 <div id="occlusion"></div>
+</section>
+<section class="in-panel" id="embeddings-section" aria-labelledby="embeddings-heading">
+<h3 id="embeddings-heading">The model's own embedding space</h3>
+<p class="hint" id="embeddings-hint">Each piece of the vocabulary is a row of the model's
+embedding table: the vector it reads for that piece. Pieces whose rows point the same way
+(cosine near 1) are pieces the model learned to treat alike. A word of several pieces is the
+mean of their rows; <code>▁king</code> names a piece itself.</p>
+<div class="in-form">
+  <label for="emb-side">Table</label>
+  <select id="emb-side">
+    <option value="source">source ({source_name})</option>
+    <option value="target">target ({target_name})</option>
+  </select>
+</div>
+<form id="emb-nearest-form" class="in-form">
+  <label for="emb-word">Word or piece</label>
+  <input type="text" id="emb-word" autocomplete="off" autocapitalize="off" spellcheck="false"
+    placeholder="king, or ▁king">
+  <button type="submit" id="emb-nearest-go" class="in-btn">Nearest pieces</button>
+</form>
+<p id="emb-nearest-note" class="hint in-note" role="status"></p>
+<div id="emb-nearest-error" class="in-error" role="alert"></div>
+<div id="emb-nearest"></div>
+<form id="emb-analogy-form" class="in-form in-analogy" aria-label="analogy: A − B + C">
+  <span class="in-term"><label for="emb-a">A</label>
+  <input type="text" id="emb-a" autocomplete="off" autocapitalize="off" spellcheck="false"
+    placeholder="walked"></span>
+  <span class="in-term"><span class="in-op" aria-hidden="true">−</span>
+  <label for="emb-b">B</label>
+  <input type="text" id="emb-b" autocomplete="off" autocapitalize="off" spellcheck="false"
+    placeholder="walk"></span>
+  <span class="in-term"><span class="in-op" aria-hidden="true">+</span>
+  <label for="emb-c">C</label>
+  <input type="text" id="emb-c" autocomplete="off" autocapitalize="off" spellcheck="false"
+    placeholder="run"></span>
+  <button type="submit" id="emb-analogy-go" class="in-btn">A − B + C</button>
+</form>
+<p id="emb-analogy-note" class="hint in-note" role="status"></p>
+<div id="emb-analogy-error" class="in-error" role="alert"></div>
+<div id="emb-analogy"></div>
 </section>
 </section>
 </section>

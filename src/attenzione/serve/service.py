@@ -57,6 +57,28 @@ def _limit(value: int, limit: int) -> bool:
     return limit != -1 and value > limit
 
 
+def _words(fields: dict[str, Any], name: str) -> list[str]:
+    """``analogy`` (three words) or ``similarity`` (two): a list of strings, a repeated form
+    field, or one string of words separated by commas."""
+    n = 3 if name == "analogy" else 2
+    value = fields.get(name)
+    if isinstance(value, str):
+        value = [w for w in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+        raise ApiError(400, f"Invalid request: {name} must be a list of {n} words")
+    if len(value) != n:
+        raise ApiError(
+            400, f"Invalid request: {name} takes {n} words ({'a, b, c' if n == 3 else 'a, b'}), "
+            f"not {len(value)}"
+        )  # fmt: skip
+    for w in value:
+        try:
+            w.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(400, f"Invalid request: {name} is not valid Unicode text") from None
+    return list(value)
+
+
 class Service:
     def __init__(
         self,
@@ -417,6 +439,51 @@ class Service:
             return r.translator.occlusion(text, reference, beam=beam, words=words)
 
         return await self._alone(work, route, "measure the occlusion")
+
+    async def embeddings(self, fields: dict[str, Any], client: str) -> dict[str, Any]:
+        """The model's own embedding space (:mod:`attenzione.translator.embedding_space`, our
+        extension): one of ``word`` (its nearest pieces), ``analogy`` ([a, b, c]: the pieces
+        nearest to a − b + c) or ``similarity`` ([a, b]), with ``k`` (1..200, default 10)
+        and ``side`` (source or target, default source) of the model of ``source`` →
+        ``target``."""
+        from attenzione.translator.embedding_space import MAX_K
+
+        self.check_access(fields, client)
+        asked = [n for n in ("word", "analogy", "similarity") if fields.get(n) not in (None, "")]
+        if len(asked) != 1:
+            raise ApiError(
+                400,
+                "Invalid request: give one of word, analogy ([a, b, c]) or similarity ([a, b])"
+                + (f", not {' and '.join(asked)}" if asked else ""),
+            )
+        kind = asked[0]
+        words = [get_str(fields, "word") or ""] if kind == "word" else _words(fields, kind)
+        k = get_int(fields, "k", 10)
+        assert k is not None
+        if not 1 <= k <= MAX_K:
+            raise ApiError(400, f"Invalid request: k must be 1..{MAX_K}")
+        side = (get_str(fields, "side") or "source").strip().lower()
+        if side not in ("source", "target"):
+            raise ApiError(400, "Invalid request: side must be source or target")
+        if (get_str(fields, "source") or "").strip().lower() == "auto":
+            raise ApiError(
+                400, "Invalid request: /embeddings reads one model's table: name its source "
+                "language, not auto"
+            )  # fmt: skip
+        _, (reading,) = read_sources(self.languages, self.batcher, fields, words[:1])
+        route = reading.route
+        if route is None:
+            raise ApiError(400, "Invalid request: source and target are the same language")
+
+        def work(r: Route) -> dict[str, Any]:
+            space = r.translator.embedding_space(side)
+            if kind == "word":
+                return space.nearest(words[0], k).to_dict()
+            if kind == "analogy":
+                return space.analogy(words[0], words[1], words[2], k).to_dict()
+            return space.similarity(words[0], words[1]).to_dict()
+
+        return await self._alone(work, route, "read the embedding table")
 
     # ------------------------------------------------------------------ /translate_file
     async def translate_file(

@@ -187,6 +187,46 @@ _OCCLUSION_FIELDS: dict[str, Any] = {
     },
 }
 
+_WORDS = (
+    "a word (read by the side's tokenizer; several pieces: their rows' mean) or a piece (`▁king`)"
+)
+_EMBEDDINGS_FIELDS: dict[str, Any] = {
+    "word": {
+        "type": "string",
+        "description": f"Its nearest pieces: {_WORDS}.",
+        "example": "king",
+    },
+    "analogy": {
+        "oneOf": [
+            {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+            {"type": "string"},
+        ],
+        "description": f"[a, b, c] (or `a,b,c`): the pieces nearest to a − b + c, each {_WORDS}.",
+        "example": ["king", "man", "woman"],
+    },
+    "similarity": {
+        "oneOf": [
+            {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+            {"type": "string"},
+        ],
+        "description": "[a, b] (or `a,b`): their cosine similarity.",
+    },
+    "k": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 200,
+        "default": 10,
+        "description": "How many pieces to list (word, analogy).",
+    },
+    "side": {
+        "type": "string",
+        "enum": ["source", "target"],
+        "default": "source",
+        "description": "The source or the target embedding table (one table when the model "
+        "shares them: `table.shared`).",
+    },
+}
+
 
 def _inside(
     summary: str,
@@ -370,6 +410,56 @@ def openapi_spec(service: Service) -> dict[str, Any]:
         },
         "required": ["words", "targets", "importance"],
     }
+    piece_fields: dict[str, Any] = {"piece": {"type": "string"}, "id": {"type": "integer"}}
+    piece = {"type": "object", "properties": piece_fields, "required": ["piece", "id"]}
+    embeddings = {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["nearest", "analogy", "similarity"]},
+            "table": {
+                "type": "object",
+                "properties": {
+                    "side": {"type": "string", "enum": ["source", "target"]},
+                    "language": {"type": "string", "nullable": True},
+                    "rows": {"type": "integer"},
+                    "width": {"type": "integer"},
+                    "dtype": {"type": "string"},
+                    "shared": {"type": "boolean"},
+                    "tied": {"type": "boolean"},
+                    "about": {"type": "string"},
+                },
+                "required": ["side", "rows", "width", "shared", "tied"],
+            },
+            "queries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "pieces": {"type": "array", "items": piece},
+                        "mean": {"type": "boolean"},
+                    },
+                    "required": ["text", "pieces", "mean"],
+                },
+            },
+            "formula": {"type": "string"},
+            "k": {"type": "integer"},
+            "excluded": {"type": "array", "items": {"type": "string"}},
+            "neighbours": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        **piece_fields,
+                        "cosine": {"type": "number", "minimum": -1, "maximum": 1},
+                    },
+                    "required": ["piece", "id", "cosine"],
+                },
+            },
+            "cosine": {"type": "number", "minimum": -1, "maximum": 1},
+        },
+        "required": ["kind", "table", "queries", "formula"],
+    }
     language = {
         "type": "object",
         "properties": {
@@ -463,6 +553,22 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                 _OCCLUSION_FIELDS,
                 ["q", "source", "target"],
                 occlusion,
+                common,
+            ),
+            "/embeddings": _inside(
+                "the model's own embedding space",
+                "Cosine similarity over the rows of the model's embedding table (the source "
+                "or the target one; `table` says whether they are one shared table and tied "
+                "to the output layer): a `word`'s nearest pieces, an `analogy`'s answers "
+                "(the pieces nearest to ê(a) − ê(b) + ê(c), unit vectors) or the "
+                "`similarity` of two words, in float64 from the model's fp32 rows. A word of "
+                "several pieces is their rows' mean (`queries` lists them); the query's own "
+                "pieces and the specials are never listed. A word the tokenizer reads with "
+                "`<unk>` is a 400.",
+                "embeddings",
+                _EMBEDDINGS_FIELDS,
+                ["source", "target"],
+                embeddings,
                 common,
             ),
             "/detect": {

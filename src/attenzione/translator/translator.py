@@ -56,6 +56,7 @@ from attenzione.translator.scheduler import STREAM_CHUNK, BatchRunner, Scheduler
 from attenzione.translator.words import WordLists, sorted_words
 
 if TYPE_CHECKING:
+    from attenzione.translator.embedding_space import EmbeddingSpace
     from attenzione.translator.journey import Journey
     from attenzione.translator.trace import Trace
     from attenzione.viz.maps import AttentionMaps
@@ -657,6 +658,14 @@ class Translator:
             cross=maps.cross,
         )
         return {"source": read, "translation": translation, **found}
+
+    def embedding_space(self, side: str = "source") -> EmbeddingSpace:
+        """The model's own embedding space on ``side`` (``source`` or ``target``): nearest
+        pieces, analogies and similarities over its table's rows
+        (:mod:`attenzione.translator.embedding_space`), built once."""
+        from attenzione.translator.embedding_space import embedding_space
+
+        return embedding_space(self, side)
 
     def _pair(
         self,

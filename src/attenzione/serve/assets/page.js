@@ -16,7 +16,9 @@
 // the whole model), /training (a reference teacher-forced, and the masks of a padded batch)
 // and /occlusion (each word removed, beside every head's cross-attention). They follow the
 // translation the viewer shows: when the player made another one (another word, parts
-// switched off, another search), it is sent as the `reference` to teacher-force.
+// switched off, another search), it is sent as the `reference` to teacher-force. One more
+// needs no sentence: POST /embeddings, a word's nearest pieces (or A − B + C) in the model's
+// own embedding table.
 // Whatever is on screen belongs to the text in the box: a change of the text (or of the key)
 // clears the answer at once and aborts the requests made for the old text; an answer that
 // still arrives for an older text is dropped (sequence numbers), never drawn.
@@ -64,6 +66,10 @@
     document.querySelectorAll(".source-lang").forEach((n) => { n.textContent = source.name; });
     document.querySelectorAll(".target-lang").forEach((n) => { n.textContent = target.name; });
     $("#swap").hidden = !reverseOf(direction);
+    // the embedding space's two tables, named after the direction's languages
+    const sides = $("#emb-side").options;
+    sides[0].textContent = `source (${source.name})`;
+    sides[1].textContent = `target (${target.name})`;
   }
   function swap() {
     const other = reverseOf(direction);
@@ -71,6 +77,7 @@
     const translated = answer ? answer.translatedText : "";
     direction = other;
     maps.clear();  // the maps of the other direction's sentences
+    clearEmbeddings();  // the other direction's model has its own table
     showDirection();
     if (translated) input.value = translated;
     changed();
@@ -463,6 +470,69 @@
     if (words) fields.words = words;
     panels.occlusion.ask(fields, "Removing each word in turn and teacher-forcing the translation again…");
   });
+
+  // ---------------------------------------------------------------- the embedding space
+  // POST /embeddings: a word's nearest pieces, and A − B + C, each in its own box, in the
+  // table (source or target) of the direction's model. They need no sentence: what they show
+  // stays while the text changes and goes when the direction does (another model, another
+  // table). body[data-emb-nearest], body[data-emb-analogy]: "" · loading · done · error.
+  function embPanel(name) {
+    let mine = 0, ctrl = null;
+    const box = $(`#emb-${name}`), note = $(`#emb-${name}-note`), error = $(`#emb-${name}-error`);
+    const key = `emb${name[0].toUpperCase()}${name.slice(1)}`;
+    const state = (v, text) => {
+      document.body.dataset[key] = v;
+      note.textContent = text || "";
+      note.classList.toggle("loading", v === "loading");
+    };
+    const clear = () => {
+      mine++;
+      if (ctrl) ctrl.abort();
+      ctrl = null;
+      box.innerHTML = "";
+      error.textContent = "";
+      state("");
+    };
+    async function ask(fields, busy) {
+      const me = ++mine;
+      if (ctrl) ctrl.abort();
+      ctrl = new AbortController();
+      error.textContent = "";
+      state("loading", busy);
+      let r;
+      try {
+        r = await post({ side: $("#emb-side").value, k: 10, ...fields }, ctrl.signal, "embeddings");
+      } catch (e) {
+        if (me === mine) { state("error"); error.textContent = `The server did not answer: ${e.message || e}`; }
+        return;
+      }
+      if (me !== mine) return;  // asked again, or the direction changed meanwhile
+      ctrl = null;
+      if (!r.ok) { box.innerHTML = ""; state("error"); error.textContent = message(r); return; }
+      window.attenzioneInside.embeddings(box, r.data, { explore: nearestOf });
+      state("done");
+    }
+    return { ask, clear };
+  }
+  const embPanels = { nearest: embPanel("nearest"), analogy: embPanel("analogy") };
+  function clearEmbeddings() {
+    for (const p of Object.values(embPanels)) p.clear();
+  }
+  function nearestOf(word) {
+    $("#emb-word").value = word;
+    embPanels.nearest.ask({ word }, `Reading the rows nearest to ${word}…`);
+  }
+  $("#emb-nearest-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    nearestOf($("#emb-word").value.trim());
+  });
+  $("#emb-analogy-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const analogy = ["#emb-a", "#emb-b", "#emb-c"].map((id) => $(id).value.trim());
+    embPanels.analogy.ask({ analogy }, `Reading the rows nearest to ${analogy[0]} − ${analogy[1]} + ${analogy[2]}…`);
+  });
+  // another table: the answers shown were read in the other one
+  $("#emb-side").addEventListener("change", clearEmbeddings);
 
   // ---------------------------------------------------------------- a file
   // POST /translate_file: the chosen file as multipart (file, source, target and the key

@@ -1,13 +1,15 @@
 // attenzione inside the model: one token's journey through the whole decoder, the training
-// view (teacher forcing, the loss at each position), the three masks of a padded batch, and
-// occlusion beside cross-attention ("attention is not alignment"). It draws the service's
-// answers — POST /journey (Translator.journey(...).to_dict()), /training
-// (training.view.teacher_forced + padded_batch_masks), /occlusion (translator.occlusion) —
-// and recomputes none of their numbers: every value, check, loss and agreement shown is the
-// answer's, rounded for display only. The page itself finds two things: the largest cell of
-// each row of the occlusion grids (to outline it) and the colour scale of a grid (its
-// largest |value|). No network, no libraries: the live page (serve/assets/page.js) fetches
-// and calls window.attenzioneInside.{journey, training, masks, occlusion}(root, answer, opts).
+// view (teacher forcing, the loss at each position), the three masks of a padded batch,
+// occlusion beside cross-attention ("attention is not alignment") and the model's own
+// embedding space (a word's nearest pieces, A − B + C). It draws the service's answers —
+// POST /journey (Translator.journey(...).to_dict()), /training (training.view.teacher_forced
+// + padded_batch_masks), /occlusion (translator.occlusion), /embeddings
+// (translator/embedding_space) — and recomputes none of their numbers: every value, check,
+// loss, agreement and cosine shown is the answer's, rounded for display only. The page itself
+// finds two things: the largest cell of each row of the occlusion grids (to outline it) and
+// the colour scale of a grid (its largest |value|). No network, no libraries: the live page
+// (serve/assets/page.js) fetches and calls window.attenzioneInside.{journey, training, masks,
+// occlusion, embeddings}(root, answer, opts).
 (function () {
   "use strict";
 
@@ -645,5 +647,63 @@
     drawHeads();
   }
 
-  window.attenzioneInside = { journey, training, masks, occlusion, label };
+  // ---------------------------------------------------------------- the embedding space
+  // answer: POST /embeddings's (EmbeddingSpace.nearest / analogy / similarity, .to_dict());
+  // opts: {explore(piece)}: a word-start piece listed is a button that asks for its own
+  // neighbours. The cosines drawn are the answer's (a bar's length is its cosine, 0 to 1).
+  // a cosine to 4 decimals, for display (the answer's own number is in data-cosine)
+  const fix4 = (x) => (x < 0 ? "\u2212" + (-x).toFixed(4) : x.toFixed(4));
+  function queryLine(q) {
+    const p = el("p", { class: "in-emb-query", "data-text": q.text });
+    p.append(el("b", {}, q.text), q.mean ? " = the mean of the rows of " : " = the row of ");
+    q.pieces.forEach((x, i) => {
+      if (i) p.append(" + ");
+      p.append(chip(x.piece, true), el("small", { class: "hint" }, ` id ${x.id}`));
+    });
+    return p;
+  }
+  function embeddings(root, E, opts) {
+    opts = opts || {};
+    root.innerHTML = "";
+    root.classList.add("in-embeddings");
+    root.dataset.kind = E.kind;
+    const t = E.table;
+    root.appendChild(el("p", { class: "hint in-emb-table" },
+      `The ${t.side} table${t.language ? ` (${t.language})` : ""}: ${t.rows} rows × ${t.width}, ${t.dtype}; ${t.about}.`));
+    E.queries.forEach((q) => root.appendChild(queryLine(q)));
+    if (E.kind === "similarity") {
+      const [a, b] = E.queries;
+      root.appendChild(el("p", { class: "in-emb-cos", "data-cosine": String(E.cosine) },
+        `cos(${a.text}, ${b.text}) = ${fix4(E.cosine)}`));
+      return;
+    }
+    const [a, b, c] = E.queries;
+    const title = E.kind === "analogy" ? `${a.text} − ${b.text} + ${c.text} ≈` : `The ${E.neighbours.length} pieces nearest to ${a.text}`;
+    root.appendChild(el("h4", { class: "in-title" }, title));
+    const list = el("ol", { class: "in-emb-list", "aria-label": title });
+    E.neighbours.forEach((n, r) => {
+      const li = el("li", { class: "in-emb-row", "data-piece": n.piece, "data-id": String(n.id), "data-cosine": String(n.cosine) });
+      li.appendChild(el("span", { class: "in-n" }, `${r + 1}.`));
+      const name = el("span", { class: "in-bar-name" });
+      if (opts.explore && n.piece.startsWith(WS) && n.piece.length > 1) {
+        const btn = chip(n.piece, true, "button", { type: "button", "aria-label": `the pieces nearest to ${n.piece}` });
+        btn.addEventListener("click", () => opts.explore(n.piece));
+        name.appendChild(btn);
+      } else name.appendChild(chip(n.piece, true));
+      name.appendChild(el("small", { class: "hint in-emb-id" }, ` ${n.id}`));
+      li.appendChild(name);
+      const track = el("span", { class: "pl-track", role: "img", "aria-label": `cosine ${fix4(n.cosine)}` });
+      const fill = el("span", { class: "pl-fill" });
+      fill.style.width = `${(100 * Math.max(0, Math.min(1, n.cosine))).toFixed(1)}%`;
+      track.appendChild(fill);
+      li.appendChild(track);
+      li.appendChild(el("span", { class: "in-bar-p" }, fix4(n.cosine)));
+      list.appendChild(li);
+    });
+    root.appendChild(list);
+    root.appendChild(el("p", { class: "hint in-emb-formula" },
+      `${E.formula}; not listed: ${E.excluded.join(", ")} (the query's own pieces) and the special pieces.`));
+  }
+
+  window.attenzioneInside = { journey, training, masks, occlusion, embeddings, label };
 })();

@@ -372,3 +372,33 @@ def test_bad_input_is_one_line_on_both(server: Server) -> None:
     assert "--side must be" in _refused("nearest", "king", "-m", "en-it", "--side", "middle")
     assert "add --model" in _refused("nearest", "king", "--json")
     assert "give one of them" in _refused("nearest", "king", "-m", "en-it", "--glove", "g.txt")
+
+
+def test_a_pair_only_a_pivot_reaches_has_no_one_table() -> None:
+    """A server whose it → de goes through English (two models) refuses /embeddings for it in
+    one line, and answers for a pair one model translates (a word-level model here: each word
+    is one piece)."""
+    import asyncio
+
+    from attenzione.serve.batcher import Batcher, Route
+    from attenzione.serve.fields import ApiError
+    from attenzione.serve.language import Languages
+    from attenzione.serve.service import Service, Settings
+    from serve_helpers import with_worker
+    from tiny_model import tiny_translator
+
+    routes = {"it-en": Route(tiny_translator(1)), "en-de": Route(tiny_translator(2))}
+    service = Service(Batcher(routes), Languages(("it", "en"), ("en", "de")), Settings(files=False))
+    with pytest.raises(ApiError) as err:
+        asyncio.run(service.embeddings({"source": "it", "target": "de", "word": "cat"}, "c"))
+    assert err.value.status == 400 and "goes through another language" in err.value.message
+    answer = with_worker(
+        service, service.embeddings({"source": "en", "target": "de", "word": "cat", "k": 3}, "c")
+    )
+    table = routes["en-de"].translator.model.src_embed.weight.detach().numpy().astype(np.float64)
+    (piece,) = answer["queries"][0]["pieces"]
+    assert piece["piece"] == "cat"
+    got = [(n["id"], n["cosine"]) for n in answer["neighbours"]]
+    want = _oracle(table, table[piece["id"]], SPECIALS | {piece["id"]}, 3)
+    assert [x for x, _ in got] == [x for x, _ in want]
+    np.testing.assert_allclose([c for _, c in got], [c for _, c in want], rtol=0, atol=1e-6)

@@ -31,7 +31,7 @@ from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q
 from attenzione.serve.files import FileStore, StoreFull
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
-from attenzione.serve.routing import read_sources
+from attenzione.serve.routing import legs, read_sources
 from attenzione.serve.text import Piece, plan_html, plan_text
 
 
@@ -474,6 +474,13 @@ class Service:
         route = reading.route
         if route is None:
             raise ApiError(400, "Invalid request: source and target are the same language")
+        if len(legs(route)) > 1:  # two models through another language: no one table
+            raise ApiError(
+                400,
+                f"Invalid request: no one model translates {reading.language} → "
+                f"{(get_str(fields, 'target') or '').strip().lower()} here (it goes through "
+                "another language): /embeddings reads one model's table",
+            )
 
         def work(r: Route) -> dict[str, Any]:
             space = r.translator.embedding_space(side)

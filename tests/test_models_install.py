@@ -44,6 +44,10 @@ def hub(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
         yield folder
 
 
+def tmp_path_of(folder: Path) -> Path:
+    return folder.parent
+
+
 def lines(res: Result) -> list[str]:
     assert res.exit_code == 0, res.output
     return res.output.splitlines()
@@ -105,6 +109,17 @@ def test_a_pair_without_a_model_pivots_through_english(hub: Path) -> None:
     assert pivoted == by_hand
     listing = run("models", "list").output
     assert "fr→it" in listing or "fr-it" in listing  # the pairs reached through English
+    # the attention view shows both legs, each model's maps in a folder of its own
+    out = tmp_path_of(hub) / "att"
+    said = lines(run("attention", "--from", "fr", "--to", "it", SENTENCES[0], "--out", str(out),
+                     "--no-png"))  # fmt: skip
+    assert (out / "1-fr-en" / "attention.html").is_file()
+    assert (out / "2-en-it" / "attention.html").is_file()
+    assert any(line.startswith("leg 1 (fr-en): ") for line in said)
+    one_line_error(
+        run("attention", "--from", "fr", "--to", "it", SENTENCES[0], "--trace", "--json"),
+        "fr-en then en-it",
+    )
     # nothing joins de to it here (de-en is not installed): one line naming what is
     one_line_error(run("translate", "--from", "de", "--to", "it", "x"), "de→it")
 

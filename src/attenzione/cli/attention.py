@@ -15,7 +15,7 @@ from attenzione.cli.common import (
     fail,
     from_option,
     model_option,
-    model_path,
+    model_route,
     to_option,
     user_errors,
 )
@@ -151,7 +151,21 @@ def attention(
             fail("--journey and --explain each print one computation: choose one")
         if not json_out:
             check_output_dir(out, "--out")
-        directory = model_path(model, source, target)
+        directories = model_route(model, source, target)
+        if len(directories) > 1:  # no model of the pair: through another language
+            asked = [*views, *(["--reference"] if reference is not None else [])]
+            flags = (("--prefix", prefix.strip()), ("--ablate", ablate), ("--explain", explain))
+            asked += [f for f, on in (*flags, ("--json", json_out)) if on]
+            if asked:
+                legs = " then ".join(d.name for d in directories)
+                fail(
+                    f"{source}→{target} goes through another language with two models ({legs}): "
+                    f"{', '.join(dict.fromkeys(asked))} follow one model: ask for either leg"
+                )
+            apply_threads(threads)
+            _both_legs(directories, sentence, beam, out, png, layer, head)
+            return
+        directory = directories[0]
         apply_threads(threads)  # before torch is imported: it sets the wait policy
         from attenzione.config import search_config
         from attenzione.translator.translator import Translator
@@ -212,6 +226,40 @@ def attention(
 
             typer.echo("")
             typer.echo(format_training(teacher_forced(translator, sentence, reference)))
+
+
+def _both_legs(
+    directories: list[Path],
+    sentence: str,
+    beam: int,
+    out: Path,
+    png: bool,
+    layer: int | None,
+    head: int | None,
+) -> None:
+    """The attention of a pivoted translation: each model's maps in a folder of ``out`` named
+    after its pair, the second leg reading what the first wrote."""
+    from attenzione.config import search_config
+    from attenzione.translator.registry import pair_of
+    from attenzione.translator.translator import Translator
+    from attenzione.viz import save_heatmaps, save_html
+
+    for directory in directories:
+        check_search(directory, search_config(beam))
+    text = sentence
+    for i, directory in enumerate(directories, start=1):
+        translator = Translator.from_pretrained(directory)
+        maps = translator.attention(text, None, beam=beam)
+        pair = "-".join(pair_of(directory, translator.info))
+        folder = out / f"{i}-{pair}"
+        folder.mkdir(parents=True, exist_ok=True)
+        written = save_heatmaps(maps, folder, layer=layer, head=head) if png else []
+        written.append(save_html(maps, folder / "attention.html"))
+        typer.echo(f"leg {i} ({pair}): {maps.translation}")
+        for path in written:
+            typer.echo(f"wrote {path}")
+        text = maps.translation
+    typer.echo(f"translation: {text}")
 
 
 def _inside_view(

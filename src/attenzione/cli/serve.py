@@ -313,6 +313,7 @@ def serve(
         from attenzione.serve.files import FileStore, default_dir
         from attenzione.serve.limits import KeyRing
         from attenzione.serve.pool import Loader, ModelPool
+        from attenzione.translator.model_dir import weights_bytes
         from attenzione.translator.registry import installed, pair_of
         from attenzione.translator.translator import Translator
 
@@ -362,8 +363,7 @@ def serve(
             key = f"{pair[0]}-{pair[1]}"
             if key in loaders:
                 fail(f"two models translate {key}: serve one of them ({directory})")
-            size = sum(p.stat().st_size for p in Path(directory).rglob("*.safetensors"))
-            loaders[key] = Loader(loader(Path(directory)), size)
+            loaders[key] = Loader(loader(Path(directory)), weights_bytes(directory))
             pairs.append(pair)
         pool = ModelPool(
             loaders, max_models=max_models or None, max_bytes=max_memory * 2**20 or None

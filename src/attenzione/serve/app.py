@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from attenzione.serve.fields import ApiError, read_body, read_fields, read_upload
 from attenzione.serve.files import MEDIA_TYPES, ascii_name
-from attenzione.serve.page import docs_html, page_html
+from attenzione.serve.page import docs_html, lazy_asset, page_html
 from attenzione.serve.service import Service
 from attenzione.serve.spec import openapi_spec
 
@@ -292,6 +292,7 @@ def create_app(service: Service) -> FastAPI:
                 "status": "ok",
                 "in_flight_requests": app.state.in_flight - 1,  # not counting this one
                 "worker": service.batcher.snapshot(),
+                "models": service.models(),
             }
         )
 
@@ -311,6 +312,15 @@ def create_app(service: Service) -> FastAPI:
         if folder is None or name not in allowed:
             raise ApiError(404, f"no such file: {name}")
         return FileResponse(folder / name)
+
+    @app.api_route("/assets/{name}", methods=GET)
+    async def page_asset(name: str) -> Response:
+        found = lazy_asset(name)
+        if found is None:
+            raise ApiError(404, f"no such file: {name}")
+        text, kind = found
+        headers = {"Cache-Control": "public, max-age=3600"}
+        return Response(text, media_type=f"{kind}; charset=utf-8", headers=headers)
 
     @app.api_route("/", methods=GET)
     async def page() -> HTMLResponse:

@@ -164,7 +164,9 @@ class Batcher:
         if isinstance(translator, Mapping):
             if not translator:
                 raise ValueError("a batcher needs at least one model")
-            self.routes = dict(translator)
+            # a dict is copied; another mapping (serve/pool's, which loads a model when it is
+            # first looked up) is kept as it is: copying it would load every model
+            self.routes = dict(translator) if isinstance(translator, dict) else translator
         else:
             self.routes = {"": Route(translator, steps, terms, tag)}
         self.default = next(iter(self.routes))

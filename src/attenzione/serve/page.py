@@ -38,7 +38,6 @@ _PAGE = """<!DOCTYPE html>
 <style>
 {viewer_css}
 {player_css}
-{inside_css}
 {page_css}
 </style>
 </head>
@@ -221,9 +220,6 @@ nothing is recomputed for display.</p>
 {player_js}
 </script>
 <script>
-{inside_js}
-</script>
-<script>
 {page_js}
 </script>
 </body>
@@ -256,6 +252,17 @@ package for the interactive docs here.</p></body></html>
 """
 
 
+#: The code of the panels "inside the model", fetched by the live page the first time it shows
+#: them (``GET /assets/NAME``), so that the page itself stays small: name → content type.
+LAZY_ASSETS = {"inside.js": "text/javascript", "inside.css": "text/css"}
+
+
+def lazy_asset(name: str) -> tuple[str, str] | None:
+    """One of :data:`LAZY_ASSETS`: its text and content type (None: no such asset)."""
+    kind = LAZY_ASSETS.get(name)
+    return None if kind is None else (_asset("attenzione.viz", name), kind)
+
+
 def _asset(package: str, name: str) -> str:
     return (resources.files(package) / "assets" / name).read_text(encoding="utf-8")
 
@@ -281,8 +288,6 @@ def page_html(settings: dict[str, Any], initial: str = "") -> str:
         page_css=_asset("attenzione.serve", "page.css"),
         player_css=_asset("attenzione.viz", "player.css"),
         player_js=_asset("attenzione.viz", "player.js"),
-        inside_css=_asset("attenzione.viz", "inside.css"),
-        inside_js=_asset("attenzione.viz", "inside.js"),
         viewer_js=_asset("attenzione.viz", "viewer.js"),
         page_js=_asset("attenzione.serve", "page.js"),
         settings=_safe_json(settings),

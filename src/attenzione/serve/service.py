@@ -11,7 +11,7 @@ A search wider than the model's machine can hold (``alternatives``) is one of th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,6 +31,7 @@ from attenzione.serve.fields import ApiError, Repeated, get_bool, get_int, get_q
 from attenzione.serve.files import FileStore, StoreFull
 from attenzione.serve.language import Languages, language_name
 from attenzione.serve.limits import KEY_ATTEMPTS_PER_MINUTE, KeyRing, RateLimiter
+from attenzione.serve.pool import ModelPool
 from attenzione.serve.routing import legs, read_sources
 from attenzione.serve.text import Piece, plan_html, plan_text
 
@@ -169,8 +170,10 @@ class Service:
         if prefix.strip() and batch:
             raise ApiError(400, "Invalid request: a prefix is for one text: q is a string")
         routes = {r.route for r in readings if r.route is not None}
+        await self._ready(routes or {self.batcher.default})
         for route in routes or {self.batcher.default}:
-            self._check_attention(route, want.layer, want.head)
+            for leg in legs(route):
+                self._check_attention(leg, want.layer, want.head)
         for route in routes:
             self._check_bounds(route, decoding)
 
@@ -211,8 +214,9 @@ class Service:
         ``prefix``: what the first sentence's translation begins with (one text)."""
         waiting: list[list[Future[SentenceResult]]] = [[] for _ in plans]
         submitted: list[Future[SentenceResult]] = []
+        pivoted = [r for r in dict.fromkeys(routes) if r is not None and len(legs(r)) > 1]
         try:
-            for route in dict.fromkeys(r for r in routes if r is not None):
+            for route in dict.fromkeys(r for r in routes if r is not None and r not in pivoted):
                 mine = [i for i, r in enumerate(routes) if r == route]
                 sentences = [p.text for i in mine for p in plans[i] if p.sentence]
                 if not sentences:
@@ -241,22 +245,97 @@ class Service:
             headers = {"Retry-After": "1"} if isinstance(exc, QueueFull) else None
             raise ApiError(503, str(exc), headers) from None
         try:
-            return [[await asyncio.wrap_future(f) for f in fs] for fs in waiting]
+            done = [[await asyncio.wrap_future(f) for f in fs] for fs in waiting]
+            for route in pivoted:  # through another language: the two models in turn
+                mine = [i for i, r in enumerate(routes) if r == route]
+                sentences = [p.text for i in mine for p in plans[i] if p.sentence]
+                got = await self._two_legs(sentences, decoding, route, attention, prefix)
+                at = 0
+                for i in mine:
+                    n = sum(p.sentence for p in plans[i])
+                    done[i], at = got[at : at + n], at + n
+            return done
         except asyncio.CancelledError:  # the client hung up: nobody waits for the rest
             for f in submitted:
                 f.cancel()
+            raise
+        except ApiError:
             raise
         except ValueError as exc:  # a search the model refuses (too wide): the client's to fix
             raise ApiError(400, f"Invalid request: {exc}") from None
         except Exception as exc:
             raise ApiError(500, f"Cannot translate text: {exc}") from None
 
+    async def _two_legs(
+        self,
+        texts: list[str],
+        decoding: Decoding,
+        route: str,
+        attention: bool = False,
+        prefix: str = "",
+    ) -> list[SentenceResult]:
+        """``texts`` through a pivot route's two models in turn (:mod:`attenzione.translator.
+        pivot`): the first writes one candidate with no prefix, the second reads its best
+        and gives the alternatives; each result says both models and keeps the first leg's
+        (its attention among them). Scores are the two legs' together, per token."""
+        from attenzione.translator.pivot import joined
+
+        first_key, second_key = legs(route)
+        first_decoding = replace(decoding, n_best=1, prefix="")
+        firsts = await self._wait(self.batcher.submit(texts, first_decoding, attention, first_key))
+        middle = [r.candidates[0].text for r in firsts]
+        futures: list[Future[SentenceResult]] = []
+        if prefix.strip() and middle:
+            futures += self.batcher.submit(
+                middle[:1], replace(decoding, prefix=prefix), attention, second_key
+            )
+            middle = middle[1:]
+        if middle:
+            futures += self.batcher.submit(middle, decoding, attention, second_key)
+        seconds = await self._wait(futures)
+        out = []
+        for one, two in zip(firsts, seconds, strict=True):
+            best = one.candidates[0]
+            cands = (
+                two.candidates if not best.ids else tuple(joined(best, c) for c in two.candidates)
+            )
+            out.append(SentenceResult(cands, two.maps, (first_key, second_key), one))
+        return out
+
+    async def _wait(self, futures: list[Future[SentenceResult]]) -> list[SentenceResult]:
+        """The results of ``futures``, in order; a client who hangs up cancels them all."""
+        try:
+            return [await asyncio.wrap_future(f) for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+    async def _ready(self, routes: Iterable[str]) -> None:
+        """Load the models of ``routes`` that are not loaded yet, off the event loop (a model
+        from disk takes seconds: other requests go on meanwhile); a request for a model
+        being loaded waits for the same load. A model that cannot be loaded is a 500 naming
+        it."""
+        pool = self.batcher.routes
+        if not isinstance(pool, ModelPool):
+            return
+        for route in routes:
+            for key in legs(route):
+                if pool.peek(key) is None:
+                    try:
+                        await asyncio.to_thread(pool.__getitem__, key)
+                    except Exception as exc:
+                        raise ApiError(500, f"Cannot load the model of {key}: {exc}") from None
+
     def _check_bounds(self, route: str, decoding: Decoding) -> None:
         """A 400 for a beam or n-best list wider than the model's machine can search, before
         anything is queued: the request is made now as the worker will make it
         (:meth:`Batcher.request`)."""
+        keys = legs(route)
         try:
-            self.batcher.request(route, decoding)
+            for key in keys[:-1]:  # a pivot's first model writes one candidate, no prefix
+                self.batcher.request(key, replace(decoding, n_best=1, prefix=""))
+            self.batcher.request(keys[-1], decoding)
         except ValueError as exc:
             raise ApiError(400, f"Invalid request: {exc}") from None
 
@@ -281,7 +360,7 @@ class Service:
         server's), ``top_k`` (1..50, default 10), ``prefix``, ``ablate`` (parts, comma
         separated or a list) and, with ``explain``, one head's arithmetic
         (``explain_kind``, ``explain_layer``, ``explain_head``: cross, the last, 0)."""
-        text, route = self._one_sentence(fields, client, "/trace")
+        text, route = await self._one_sentence(fields, client, "/trace")
         beam = get_int(fields, "beam", self.settings.beam)
         top_k = get_int(fields, "top_k", 10)
         assert beam is not None and top_k is not None
@@ -329,7 +408,9 @@ class Service:
 
         return await self._alone(work, route, "trace the text")
 
-    def _one_sentence(self, fields: dict[str, Any], client: str, path: str) -> tuple[str, str]:
+    async def _one_sentence(
+        self, fields: dict[str, Any], client: str, path: str
+    ) -> tuple[str, str]:
         """The one sentence ``q`` of a request to ``path`` and the model it goes to (the
         access, length and language checks of every call that follows one sentence)."""
         self.check_access(fields, client)
@@ -350,6 +431,14 @@ class Service:
         _, (reading,) = read_sources(self.languages, self.batcher, fields, texts)
         if reading.route is None:
             raise ApiError(400, "Invalid request: the text is already in the target language")
+        keys = legs(reading.route)
+        if len(keys) > 1:
+            raise ApiError(
+                400,
+                f"Invalid request: {path} follows one model, and this pair goes through "
+                f"another language with two ({' then '.join(keys)}): ask for either of them",
+            )
+        await self._ready([reading.route])
         return text, reading.route
 
     async def _alone(
@@ -379,7 +468,7 @@ class Service:
         """One token's way through the whole model (:meth:`Translator.journey`, our
         extension): ``q``, ``token`` (a decoder position, default 0), ``reference`` (teacher-
         force it instead of the translation), ``beam``."""
-        text, route = self._one_sentence(fields, client, "/journey")
+        text, route = await self._one_sentence(fields, client, "/journey")
         token = get_int(fields, "token", 0)
         beam = get_int(fields, "beam", self.settings.beam)
         assert token is not None and beam is not None
@@ -401,7 +490,7 @@ class Service:
         ``other`` (default: the first half of ``q``'s words) — our extension."""
         from attenzione.training.view import padded_batch_masks, shorter, teacher_forced
 
-        text, route = self._one_sentence(fields, client, "/training")
+        text, route = await self._one_sentence(fields, client, "/training")
         reference = get_str(fields, "reference") or ""
         if not reference.strip():
             raise ApiError(
@@ -419,7 +508,7 @@ class Service:
         """Occlusion attribution beside every head's cross-attention
         (:meth:`Translator.occlusion`, our extension): ``q``, ``reference`` (teacher-force it
         instead of the translation), ``words`` (those to remove; default each), ``beam``."""
-        text, route = self._one_sentence(fields, client, "/occlusion")
+        text, route = await self._one_sentence(fields, client, "/occlusion")
         beam = get_int(fields, "beam", self.settings.beam)
         assert beam is not None
         if beam < 1:
@@ -521,6 +610,7 @@ class Service:
         decoding = Decoding(beam=s.beam, n_best=1)
         route = reading.route
         if route is not None:
+            await self._ready([route])
             self._check_bounds(route, decoding)
         # a document already in the target language is written back as it is
         translations: list[str] = [] if route is not None else list(doc.segments)
@@ -531,7 +621,12 @@ class Service:
             async with asyncio.timeout(s.file_timeout):
                 # a chunk at a time, so that texts sent meanwhile are not stuck behind it
                 for at in range(0, len(todo), step):
-                    futures = self.batcher.submit(todo[at : at + step], decoding, model=route)
+                    chunk = todo[at : at + step]
+                    if route is not None and len(legs(route)) > 1:  # through another language
+                        got = await self._two_legs(chunk, decoding, route)
+                        translations += [r.candidates[0].text for r in got]
+                        continue
+                    futures = self.batcher.submit(chunk, decoding, model=route)
                     for f in futures:
                         translations.append((await asyncio.wrap_future(f)).candidates[0].text)
         except asyncio.CancelledError:  # the client hung up: the rest is never queued
@@ -560,6 +655,18 @@ class Service:
             raise ApiError(503, str(exc), {"Retry-After": "60"}) from None
 
     # ------------------------------------------------------------------ the rest
+    def models(self) -> dict[str, Any]:
+        """What ``/health`` says of the models: those loaded now (least recently used
+        first), every one the server knows, the bounds, and the pairs reached through
+        another language."""
+        routes = self.batcher.routes
+        if isinstance(routes, ModelPool):
+            out: dict[str, Any] = dict(routes.snapshot())
+        else:
+            out = {"loaded": list(routes), "known": list(routes)}
+        out["through"] = {f"{a}-{c}": b for (a, c), b in self.languages.pivots.items()}
+        return out
+
     def detect(self, fields: dict[str, Any], client: str) -> list[Any]:
         """The languages of ``q``, most likely first; for a list, one such list per item."""
         self.check_access(fields, client)

@@ -704,7 +704,8 @@ def openapi_spec(service: Service) -> dict[str, Any]:
             },
             "/health": {
                 "get": {
-                    "summary": "Liveness, requests in flight and the worker's batching counters",
+                    "summary": "Liveness, requests in flight, the worker's batching counters and "
+                    "the models loaded",
                     "operationId": "health",
                     "responses": {
                         "200": _json(
@@ -714,6 +715,17 @@ def openapi_spec(service: Service) -> dict[str, Any]:
                                     "status": {"type": "string"},
                                     "in_flight_requests": {"type": "integer"},
                                     "worker": {"type": "object"},
+                                    "models": {
+                                        "type": "object",
+                                        "properties": {
+                                            "loaded": {
+                                                "type": "array",
+                                                "items": {"type": "string"},
+                                            },
+                                            "known": {"type": "array", "items": {"type": "string"}},
+                                            "through": {"type": "object"},
+                                        },
+                                    },
                                 },
                                 "required": ["status"],
                             },

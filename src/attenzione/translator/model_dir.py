@@ -144,6 +144,12 @@ def is_complete(directory: Path, required: tuple[str, ...] = MODEL_FILES) -> boo
 
 
 # ---------------------------------------------------------------------------- the other files
+def weights_bytes(directory: str | Path) -> int:
+    """The bytes of a model directory's weight files (what loading it puts in memory, about):
+    read from the file sizes, nothing loaded."""
+    return sum(p.stat().st_size for p in Path(directory).rglob("*.safetensors") if p.is_file())
+
+
 def load_tokenizers(
     directory: str | Path, cfg: ModelConfig | None = None
 ) -> tuple[Tokenizer, Tokenizer]:

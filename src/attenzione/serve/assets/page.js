@@ -279,6 +279,7 @@
     window.attenzioneViewer.mount(att.maps, { lastLayer: true, explainHint: EXPLAIN_HINT });
     baseTranslation = shownTranslation = att.maps.translation;
     $("#inside").hidden = false;
+    insideCode();
     // a link to punctuation (or the end) is where heads rest, not an alignment: say so
     const punct = (w) => /^[\p{P}\p{S}]+$/u.test(w) || w === "<eos>";
     const odd = [];
@@ -373,6 +374,30 @@
   // One panel a route: its request (the latest wins, older answers are dropped), its status
   // line, its error line (a 400's one line, as the server wrote it) and body[data-<name>]:
   // "" · loading · done · error.
+  // The panels' code (viz/assets/inside.js and .css) is fetched the first time the panels
+  // are shown, not with the page: most visits translate and never open them.
+  let insideLoading = null;
+  function insideCode() {
+    if (window.attenzioneInside) return Promise.resolve();
+    if (!insideLoading) {
+      insideLoading = new Promise((resolve, reject) => {
+        const css = document.createElement("link");
+        css.rel = "stylesheet";
+        css.href = "assets/inside.css";
+        document.head.appendChild(css);
+        const js = document.createElement("script");
+        js.src = "assets/inside.js";
+        js.onload = () => resolve();
+        js.onerror = () => {
+          insideLoading = null;  // asked again, it tries again
+          js.remove();
+          reject(new Error("The page could not load the panels' code (assets/inside.js): reload the page."));
+        };
+        document.head.appendChild(js);
+      });
+    }
+    return insideLoading;
+  }
   let baseTranslation = null;   // the translation of the sentence shown, as the server made it
   let shownTranslation = null;  // the one the viewer shows now (the player may have made another)
   function panel(name, route, boxId, draw) {
@@ -409,6 +434,13 @@
       if (me !== mine) return;  // asked again, or the sentence or the text changed meanwhile
       ctrl = null;
       if (!r.ok) { box.innerHTML = ""; state("error"); error.textContent = message(r); return; }
+      try {
+        await insideCode();
+      } catch (e) {
+        if (me === mine) { state("error"); error.textContent = e.message; }
+        return;
+      }
+      if (me !== mine) return;
       draw(r.data, fields);
       state("done");
       if (after) after(r.data);
@@ -509,6 +541,13 @@
       if (me !== mine) return;  // asked again, or the direction changed meanwhile
       ctrl = null;
       if (!r.ok) { box.innerHTML = ""; state("error"); error.textContent = message(r); return; }
+      try {
+        await insideCode();
+      } catch (e) {
+        if (me === mine) { state("error"); error.textContent = e.message; }
+        return;
+      }
+      if (me !== mine) return;
       window.attenzioneInside.embeddings(box, r.data, { explore: nearestOf });
       state("done");
     }

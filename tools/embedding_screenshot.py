@@ -12,20 +12,15 @@ colours with Pillow, to keep it small). It prints what the panel shows.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from inside_screenshots import translated  # noqa: E402
-from player_screenshots import chrome, free_port, shoot  # noqa: E402
+from player_screenshots import chrome, served_page, shoot  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 WORD = "Monday"
@@ -57,26 +52,9 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=1366)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-        env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
-        cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port)]
-        cmd += ["--log-level", "warning", "--frontend-timeout", "200"]
-        proc = subprocess.Popen(cmd, env=env)
+    with tempfile.TemporaryDirectory() as tmp, served_page(Path(tmp)) as url:
         driver = chrome()
         try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    with urllib.request.urlopen(url + "/health", timeout=10) as r:
-                        json.loads(r.read())
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        sys.exit("attenzione serve did not start")
-                    time.sleep(0.3)
             mobile = args.width < 600
             wait = translated(driver, url, args.width, mobile)
             ask(driver, wait)
@@ -84,8 +62,6 @@ def main() -> None:
             shoot(driver, path, args.width, mobile, "#embeddings-section", "#emb-analogy")
         finally:
             driver.quit()
-            proc.terminate()
-            proc.wait(60)
     from PIL import Image
 
     with Image.open(path) as image:

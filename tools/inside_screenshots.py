@@ -18,19 +18,14 @@ Starts ``attenzione serve`` on a free port of 127.0.0.1 and, with headless Chrom
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from player_screenshots import chrome, emulate, free_port, shoot  # noqa: E402
+from player_screenshots import chrome, emulate, served_page, shoot  # noqa: E402
 
 SENTENCE = "The transformer architecture was introduced in 2017."
 REFERENCE = "L'architettura del Transformer è stata introdotta nel 2017."
@@ -64,26 +59,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("docs"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-        env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
-        cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port)]
-        cmd += ["--log-level", "warning", "--frontend-timeout", "200"]
-        proc = subprocess.Popen(cmd, env=env)
+    with tempfile.TemporaryDirectory() as tmp, served_page(Path(tmp)) as url:
         driver = chrome()
         try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    with urllib.request.urlopen(url + "/health", timeout=10) as r:
-                        json.loads(r.read())
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        sys.exit("attenzione serve did not start")
-                    time.sleep(0.3)
             # the journey at 1366 px: layer 0's self-attention open too (the causal mask)
             wait = translated(driver, url, 1366, False)
             journey(driver, wait)
@@ -131,8 +109,6 @@ def main() -> None:
             )
         finally:
             driver.quit()
-            proc.terminate()
-            proc.wait(60)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -124,14 +126,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def live_page(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
+@contextmanager
+def served_page(tmp: Path, *args: str) -> Iterator[str]:
+    """``attenzione serve`` (the shipped models, ``args``) on a free port of 127.0.0.1, its
+    download area under ``tmp``, once it answers ``/health``: its URL; stopped afterwards."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     env["XDG_CACHE_HOME"] = str(tmp / "cache")
-    cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port), "--beam", "4"]
+    cmd = [sys.executable, "-m", "attenzione", "serve", "--port", str(port), *args]
     cmd += ["--log-level", "warning", "--frontend-timeout", "200"]
     proc = subprocess.Popen(cmd, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -146,6 +148,17 @@ def live_page(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     sys.exit("attenzione serve did not start")
                 time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def live_page(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with served_page(tmp, "--beam", "4") as url:
         for width, mobile, name in (
             (1366, False, "player-live.png"),
             (390, True, "player-live-phone.png"),
@@ -179,9 +192,6 @@ def live_page(out: Path, sentence: str, tmp: Path, driver: Any) -> None:
                 "#player",
                 ".pl-grid" if mobile else "#pl-beam-panel",
             )
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 def main() -> None:

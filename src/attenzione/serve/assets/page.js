@@ -400,11 +400,18 @@
   }
   let baseTranslation = null;   // the translation of the sentence shown, as the server made it
   let shownTranslation = null;  // the one the viewer shows now (the player may have made another)
-  function panel(name, route, boxId, draw) {
+  // opts.key: the body's data- attribute (default: name); opts.body(fields): what is posted
+  // (default: the selected sentence as q, with fields; none yet: nothing is asked)
+  function panel(name, route, boxId, draw, opts = {}) {
     let mine = 0, ctrl = null;
     const note = $(`#${name}-note`), error = $(`#${name}-error`), box = $(`#${boxId}`);
+    const key = opts.key || name;
+    const body = opts.body || ((fields) => {
+      const sentence = answer && answer.scores.sentences[selected];
+      return sentence ? { q: sentence.source, ...fields } : null;
+    });
     const state = (v, text) => {
-      document.body.dataset[name] = v;
+      document.body.dataset[key] = v;
       if (note) { note.textContent = text || ""; note.classList.toggle("loading", v === "loading"); }
     };
     const clear = () => {
@@ -416,9 +423,8 @@
       state("");
     };
     async function ask(fields, busy, after) {
-      if (!answer) return;
-      const sentence = answer.scores.sentences[selected];
-      if (!sentence) return;
+      const sent = body(fields);
+      if (!sent) return;
       const me = ++mine;
       if (ctrl) ctrl.abort();
       ctrl = new AbortController();
@@ -426,7 +432,7 @@
       state("loading", busy);
       let r;
       try {
-        r = await post({ q: sentence.source, ...fields }, ctrl.signal, route);
+        r = await post(sent, ctrl.signal, route);
       } catch (e) {
         if (me === mine) { state("error"); error.textContent = `The server did not answer: ${e.message || e}`; }
         return;
@@ -509,49 +515,10 @@
   // stays while the text changes and goes when the direction does (another model, another
   // table). body[data-emb-nearest], body[data-emb-analogy]: "" · loading · done · error.
   function embPanel(name) {
-    let mine = 0, ctrl = null;
-    const box = $(`#emb-${name}`), note = $(`#emb-${name}-note`), error = $(`#emb-${name}-error`);
-    const key = `emb${name[0].toUpperCase()}${name.slice(1)}`;
-    const state = (v, text) => {
-      document.body.dataset[key] = v;
-      note.textContent = text || "";
-      note.classList.toggle("loading", v === "loading");
-    };
-    const clear = () => {
-      mine++;
-      if (ctrl) ctrl.abort();
-      ctrl = null;
-      box.innerHTML = "";
-      error.textContent = "";
-      state("");
-    };
-    async function ask(fields, busy) {
-      const me = ++mine;
-      if (ctrl) ctrl.abort();
-      ctrl = new AbortController();
-      error.textContent = "";
-      state("loading", busy);
-      let r;
-      try {
-        r = await post({ side: $("#emb-side").value, k: 10, ...fields }, ctrl.signal, "embeddings");
-      } catch (e) {
-        if (me === mine) { state("error"); error.textContent = `The server did not answer: ${e.message || e}`; }
-        return;
-      }
-      if (me !== mine) return;  // asked again, or the direction changed meanwhile
-      ctrl = null;
-      if (!r.ok) { box.innerHTML = ""; state("error"); error.textContent = message(r); return; }
-      try {
-        await insideCode();
-      } catch (e) {
-        if (me === mine) { state("error"); error.textContent = e.message; }
-        return;
-      }
-      if (me !== mine) return;
-      window.attenzioneInside.embeddings(box, r.data, { explore: nearestOf });
-      state("done");
-    }
-    return { ask, clear };
+    return panel(`emb-${name}`, "embeddings", `emb-${name}`,
+      (data) => window.attenzioneInside.embeddings($(`#emb-${name}`), data, { explore: nearestOf }),
+      { key: `emb${name[0].toUpperCase()}${name.slice(1)}`,
+        body: (fields) => ({ side: $("#emb-side").value, k: 10, ...fields }) });
   }
   const embPanels = { nearest: embPanel("nearest"), analogy: embPanel("analogy") };
   function clearEmbeddings() {

@@ -80,6 +80,22 @@ def _words(fields: dict[str, Any], name: str) -> list[str]:
     return list(value)
 
 
+def _sentences_of(
+    plans: list[list[Piece]], routes: list[str | None], route: str
+) -> tuple[list[int], list[str]]:
+    """The texts (their indices) that go to ``route``, and their sentences, in order."""
+    mine = [i for i, r in enumerate(routes) if r == route]
+    return mine, [p.text for i in mine for p in plans[i] if p.sentence]
+
+
+def _spread(plans: list[list[Piece]], mine: list[int], items: list[Any], into: list[Any]) -> None:
+    """Give each text of ``mine`` its run of ``items``, one a sentence of its plan."""
+    at = 0
+    for i in mine:
+        n = sum(p.sentence for p in plans[i])
+        into[i], at = items[at : at + n], at + n
+
+
 class Service:
     def __init__(
         self,
@@ -217,28 +233,12 @@ class Service:
         pivoted = [r for r in dict.fromkeys(routes) if r is not None and len(legs(r)) > 1]
         try:
             for route in dict.fromkeys(r for r in routes if r is not None and r not in pivoted):
-                mine = [i for i, r in enumerate(routes) if r == route]
-                sentences = [p.text for i in mine for p in plans[i] if p.sentence]
+                mine, sentences = _sentences_of(plans, routes, route)
                 if not sentences:
                     continue
-                if prefix.strip():
-                    first = replace(decoding, prefix=prefix)
-                    futures = self.batcher.submit(
-                        sentences[:1], first, attention=attention, model=route
-                    )
-                    if sentences[1:]:
-                        futures += self.batcher.submit(
-                            sentences[1:], decoding, attention=attention, model=route
-                        )
-                else:
-                    futures = self.batcher.submit(
-                        sentences, decoding, attention=attention, model=route
-                    )
+                futures = self._submit(sentences, decoding, attention, route, prefix)
                 submitted += futures
-                at = 0
-                for i in mine:
-                    n = sum(p.sentence for p in plans[i])
-                    waiting[i], at = futures[at : at + n], at + n
+                _spread(plans, mine, futures, waiting)
         except (QueueFull, Stopped) as exc:
             for f in submitted:
                 f.cancel()  # all or none: what a first model admitted is dropped
@@ -247,13 +247,9 @@ class Service:
         try:
             done = [[await asyncio.wrap_future(f) for f in fs] for fs in waiting]
             for route in pivoted:  # through another language: the two models in turn
-                mine = [i for i, r in enumerate(routes) if r == route]
-                sentences = [p.text for i in mine for p in plans[i] if p.sentence]
+                mine, sentences = _sentences_of(plans, routes, route)
                 got = await self._two_legs(sentences, decoding, route, attention, prefix)
-                at = 0
-                for i in mine:
-                    n = sum(p.sentence for p in plans[i])
-                    done[i], at = got[at : at + n], at + n
+                _spread(plans, mine, got, done)
             return done
         except asyncio.CancelledError:  # the client hung up: nobody waits for the rest
             for f in submitted:
@@ -284,15 +280,7 @@ class Service:
         first_decoding = replace(decoding, n_best=1, prefix="")
         firsts = await self._wait(self.batcher.submit(texts, first_decoding, attention, first_key))
         middle = [r.candidates[0].text for r in firsts]
-        futures: list[Future[SentenceResult]] = []
-        if prefix.strip() and middle:
-            futures += self.batcher.submit(
-                middle[:1], replace(decoding, prefix=prefix), attention, second_key
-            )
-            middle = middle[1:]
-        if middle:
-            futures += self.batcher.submit(middle, decoding, attention, second_key)
-        seconds = await self._wait(futures)
+        seconds = await self._wait(self._submit(middle, decoding, attention, second_key, prefix))
         out = []
         for one, two in zip(firsts, seconds, strict=True):
             best = one.candidates[0]
@@ -301,6 +289,18 @@ class Service:
             )
             out.append(SentenceResult(cands, two.maps, (first_key, second_key), one))
         return out
+
+    def _submit(
+        self, sentences: list[str], decoding: Decoding, attention: bool, key: str, prefix: str
+    ) -> list[Future[SentenceResult]]:
+        """``sentences`` queued for the model ``key``, the first beginning with ``prefix``."""
+        if not prefix.strip() or not sentences:
+            return self.batcher.submit(sentences, decoding, attention=attention, model=key)
+        first = replace(decoding, prefix=prefix)
+        futures = self.batcher.submit(sentences[:1], first, attention=attention, model=key)
+        if sentences[1:]:
+            futures += self.batcher.submit(sentences[1:], decoding, attention=attention, model=key)
+        return futures
 
     async def _wait(self, futures: list[Future[SentenceResult]]) -> list[SentenceResult]:
         """The results of ``futures``, in order; a client who hangs up cancels them all."""

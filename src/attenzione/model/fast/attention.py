@@ -197,15 +197,15 @@ class FusedAttention(MultiHeadAttention):
 def stacked(*linears: nn.Linear) -> nn.Linear:
     """One linear layer whose rows are those of ``linears``, one after the other."""
     weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
-    biases = [lin.bias for lin in linears]
-    out = torch.nn.utils.skip_init(  # no random init to throw away (nor a draw from the RNG)
-        nn.Linear, weight.shape[1], weight.shape[0], bias=biases[0] is not None,
-        dtype=weight.dtype, device=weight.device,
-    )  # fmt: skip
-    with torch.no_grad():
-        out.weight.copy_(weight)
-        if out.bias is not None:
-            out.bias.copy_(torch.cat([b.detach() for b in biases if b is not None]))
+    state = {"weight": weight}
+    if linears[0].bias is not None:
+        state["bias"] = torch.cat([lin.bias.detach() for lin in linears if lin.bias is not None])
+    # built on the meta device and given the stacked tensors: no random init to throw away
+    # (nor a draw from the RNG). Not torch.nn.utils.skip_init, whose first call imports
+    # torch's symbolic shapes (~0.7 s of every process's start-up).
+    with torch.device("meta"):
+        out = nn.Linear(weight.shape[1], weight.shape[0], bias="bias" in state, dtype=weight.dtype)
+    out.load_state_dict(state, assign=True)
     return out.requires_grad_(False)
 
 

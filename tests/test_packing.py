@@ -42,7 +42,8 @@ def test_fp32_inference_packs_a_copy_and_leaves_the_model_alone() -> None:
     assert isinstance(fast.generator, packing.PackedLinear)
     assert isinstance(fast.encoder_layers[0].self_attn.qkv_proj, packing.PackedLinear)
     assert isinstance(fast.decoder_layers[0].ffn.linear1, packing.PackedLinear)
-    # the decoder's attention projections stay plain (one row per step: packing loses there)
+    # the decoder's attention projections of a small model stay plain (one row per step:
+    # packing loses there)
     assert type(fast.decoder_layers[0].self_attn.qkv_proj) is nn.Linear
     assert not any(isinstance(m, packing.PackedLinear) for m in ref.modules())
     plain = for_inference(ref, "fp32", pack=False)  # the same weights, decoding the fast way
@@ -69,6 +70,30 @@ def test_packed_decoding_gives_the_same_tokens_and_scores() -> None:
         assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
         for ha, hb in zip(a, b, strict=True):
             assert ha[0].score == pytest.approx(hb[0].score, abs=1e-4)
+
+
+def test_large_decoder_projections_are_packed_and_decode_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From PACK_FROM weights up the decoder's attention projections are packed too (here
+    every one, the bound lowered below this model's): same tokens, scores and state dict."""
+    ref = _model()
+    small = ref.decoder_layers[0].self_attn.q_proj.weight.numel()
+    monkeypatch.setattr(packing, "PACK_FROM", small)
+    fast = for_inference(ref, "fp32")
+    layer = fast.decoder_layers[0]
+    packed = [layer.self_attn.qkv_proj, layer.self_attn.out_proj, layer.cross_attn.q_proj,
+              layer.cross_attn.kv_proj, layer.cross_attn.out_proj]  # fmt: skip
+    assert all(isinstance(m, packing.PackedLinear) for m in packed)
+    src = padded_sources()
+    for cfg in (DecodeConfig(method="greedy"), DecodeConfig(method="beam", beam_size=4)):
+        a, b = generate(ref, src, cfg), generate(fast, src, cfg)
+        assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
+        for ha, hb in zip(a, b, strict=True):
+            assert ha[0].score == pytest.approx(hb[0].score, abs=1e-4)
+    mine, theirs = fast.state_dict(), ref.state_dict()
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
 
 
 def test_a_packed_model_saves_and_copies_like_the_plain_one() -> None:

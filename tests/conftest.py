@@ -15,8 +15,11 @@ apply_threads(None)
 # The user model folder (attenzione.translator.registry.default_user_dir) of the test session is
 # its own, empty: models a developer installed never change what the tests see, and the tests'
 # installs never land in theirs. (Test servers and CLI runs inherit it.)
+import atexit  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="attenzione-test-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME = tempfile.mkdtemp(prefix="attenzione-test-data-")
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)  # the session's own folder
 os.environ.pop("ATTENZIONE_MODELS", None)

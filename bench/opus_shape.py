@@ -31,7 +31,8 @@ transformers ``min_new_tokens = max_new_tokens``, CTranslate2 ``min_decoding_len
 max_decoding_length``, attenzione ``DecodeConfig(min_len=L, max_len_a=0, max_len_b=L)`` (the
 loop's ``MinLength`` constraint) — so each workload costs the same number of decoder steps
 everywhere. Workloads: greedy in batches of 64 and one sentence a call, beam 4 in batches of
-32 and one sentence a call. Each is run once to warm up, then ``--runs`` times; reported:
+32 and one sentence a call. Each is run once to warm up, then ``--runs`` times, the engines
+taking turns (one pass each a round, the order reversed every other round); reported:
 sentences/s (median and range), attenzione / CTranslate2 at the same precision, and how many
 outputs equal transformers' fp32 ones (greedy fp32 should be all of them: the check that the
 three decode one function). Timings vary with the machine and what else runs: run it on an
@@ -284,28 +285,39 @@ class CT2:
 
 
 # ---------------------------------------------------------------------------- timing
+def _one_pass(system: Any, sources: list[list[int]], beam: int, batch: int) -> list[list[int]]:
+    """Every source once (``batch`` 1: one sentence a call)."""
+    if batch == 1:
+        return [system.run([s], beam, 1)[0] for s in sources]
+    out: list[list[int]] = system.run(sources, beam, batch)
+    return out
+
+
 def measure(
-    system: Any, sources: list[list[int]], beam: int, batch: int, runs: int
-) -> dict[str, Any]:
-    """A warm-up on one batch, then ``runs`` timed passes over ``sources`` (``batch`` 1: one
-    sentence a call)."""
-    system.run(sources[: min(batch, len(sources))], beam, batch)  # warm-up: one batch
-    rates: list[float] = []
-    ids: list[list[int]] = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        if batch == 1:
-            ids = [system.run([s], beam, 1)[0] for s in sources]
-        else:
-            ids = system.run(sources, beam, batch)
-        rates.append(len(sources) / (time.perf_counter() - start))
+    systems: list[Any], sources: list[list[int]], beam: int, batch: int, runs: int
+) -> dict[str, dict[str, Any]]:
+    """Each system warmed up on one batch, then ``runs`` timed passes over ``sources``,
+    interleaved: in each round every system makes one pass, the order turned round from one
+    round to the next, so a machine that slows down for a while slows every engine alike."""
+    for system in systems:
+        system.run(sources[: min(batch, len(sources))], beam, batch)  # warm-up: one batch
+    rates: dict[str, list[float]] = {s.name: [] for s in systems}
+    ids: dict[str, list[list[int]]] = {}
+    for r in range(runs):
+        for system in systems if r % 2 == 0 else systems[::-1]:
+            start = time.perf_counter()
+            ids[system.name] = _one_pass(system, sources, beam, batch)
+            rates[system.name].append(len(sources) / (time.perf_counter() - start))
     return {
-        "sentences_per_s": statistics.median(rates),
-        "min": min(rates),
-        "max": max(rates),
-        "runs": rates,
-        "lengths": sorted({len(t) for t in ids}),
-        "ids": ids,
+        s.name: {
+            "sentences_per_s": statistics.median(rates[s.name]),
+            "min": min(rates[s.name]),
+            "max": max(rates[s.name]),
+            "runs": rates[s.name],
+            "lengths": sorted({len(t) for t in ids[s.name]}),
+            "ids": ids[s.name],
+        }
+        for s in systems
     }
 
 
@@ -372,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
                 work = f"{name}, {'batch ' + str(batch)}"
                 sample = sources if batch > 1 else sources[: args.one_sentences]
                 print(f"{work} ({len(sample)} sentences, {args.runs} runs):", flush=True)
-                rows = {s.name: measure(s, sample, beam, batch, args.runs) for s in systems}
+                rows = measure(systems, sample, beam, batch, args.runs)
                 reference = rows["transformers fp32"]["ids"]
                 ct2 = {s.precision: rows[s.name] for s in systems if isinstance(s, CT2)}
                 for s in systems:

@@ -21,10 +21,10 @@ linear layer of the encoder (it always multiplies a whole batch of source tokens
 decoder's feed-forward layers and the output layer, and the decoder's attention projections
 only from :data:`PACK_FROM` weights up. A weight that large no longer stays in the cache
 between steps, and each step streams it from memory, which the packed layout reads faster: at
-OPUS-MT's shape (d_model 512; AMD EPYC, AVX2, 2 threads) packing the decoder's attention
-projections too took greedy decoding of one sentence a call from 1.16–1.31 to 1.37–1.45
-sentences/s (``python -m bench.opus_shape``; docs/benchmarks.md). The shipped models' (d_model
-256: 768 × 256 for the stacked Q/K/V) stay below it.
+OPUS-MT's shape (d_model 512; AMD EPYC, AVX2, 2 threads; plain and packed models alternating
+sentence by sentence in one process) one sentence a call took 863 ms instead of 1002 in beam
+4 and 760 ms instead of 789 greedy, with the same ids (docs/benchmarks.md). The shipped
+models' (d_model 256: 768 × 256 for the stacked Q/K/V) stay below it.
 """
 
 from __future__ import annotations
